@@ -1,0 +1,53 @@
+"""The command line: ``cwmtui PROGRAM`` opens the debugger; verbs run the same engine headless."""
+
+from __future__ import annotations
+
+import sys
+from importlib import import_module
+
+#: verb -> module under cwmtui.cli that defines ``build_parser()`` and ``run(args)``
+VERBS = {
+    "trace": "trace",
+}
+
+USAGE = """usage: cwmtui PROGRAM [options]      open the trace debugger on PROGRAM
+       cwmtui VERB [options]         run a headless verb
+
+verbs:
+  trace     print the real interpreter's trace of a program (CWM text, JSON or a table)
+
+Run 'cwmtui VERB --help' for a verb's options."""
+
+
+class UsageError(Exception):
+    """Bad input; printed as one line, exit code 2."""
+
+
+def fail(message: str, code: int = 2) -> int:
+    print(f"cwmtui: error: {message}", file=sys.stderr)
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0 if argv else 2
+    verb = argv[0] if argv[0] in VERBS else None
+    module_name = VERBS[verb] if verb else VERBS.get("app")
+    if module_name is None:
+        return fail(f"unknown verb or program {argv[0]!r}; see 'cwmtui --help'")
+    module = import_module(f"cwmtui.cli.{module_name}")
+    parser = module.build_parser()
+    args = parser.parse_args(argv[1:] if verb else argv)
+    try:
+        return module.run(args)
+    except KeyboardInterrupt:
+        print("cwmtui: interrupted", file=sys.stderr)
+        return 130
+    except UsageError as exc:
+        return fail(str(exc))
+
+
+def entry() -> None:
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""Options shared by several verbs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..interpreter import Limits, Program, ProgramError, load_program
+from . import UsageError
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error in one line with exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"cwmtui {self.prog.split()[-1]}: error: {message}\n")
+
+
+def add_program_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("program", help="the Python file to trace")
+    parser.add_argument("--entry", metavar="NAME", help="the function to trace (default: the one marked '# << START_OF_TRACE')")
+    parser.add_argument("--call", metavar="EXPR", help="expression to evaluate after the module ran, e.g. \"f('r')\"")
+
+
+def add_limit_options(parser: argparse.ArgumentParser) -> None:
+    default = Limits()
+    parser.add_argument("--max-frames", type=int, default=default.frames, metavar="N", help=f"stop after N frames (default {default.frames})")
+    parser.add_argument("--timeout", type=float, default=default.seconds, metavar="S", help=f"stop after S seconds (default {default.seconds:g})")
+    parser.add_argument("--memory", type=int, default=default.memory >> 20, metavar="MiB", help=f"memory limit in MiB (default {default.memory >> 20})")
+    parser.add_argument("--max-output", type=int, default=default.output, metavar="CHARS", help="output limit in characters (default 1 MiB)")
+
+
+def limits_from(args: argparse.Namespace) -> Limits:
+    if args.max_frames < 1 or args.timeout <= 0 or args.memory < 16 or args.max_output < 0:
+        raise UsageError("limits must be positive (--max-frames ≥ 1, --timeout > 0, --memory ≥ 16)")
+    return Limits(frames=args.max_frames, seconds=args.timeout, memory=args.memory << 20, output=args.max_output)
+
+
+def program_from(args: argparse.Namespace) -> Program:
+    try:
+        return load_program(args.program, entry=args.entry, call=args.call)
+    except ProgramError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def warn(message: str | None) -> None:
+    if message:
+        print(message, file=sys.stderr)

@@ -1,0 +1,428 @@
+"""The tracer that runs inside the child process, and the fork server that starts it.
+
+This module is the program's world: it imports only the standard library and is loaded once
+per fork server (``python -m cwmtui.interpreter.child``). Each job forks a fresh process that
+runs the user's program as ``__main__`` under ``sys.settrace`` and streams compact records to
+the parent (marshal batches over a pipe, flushed every few hundred frames and every 50 ms), so
+a crash loses at most the last few milliseconds and a long suite pays no interpreter start-up
+per program. The parent (``runner.py``) turns the records into :class:`~cwmtui.trace.Frame`.
+
+Records (tuples): ``(0, lineno, co_name, keys, reprs)`` call, ``(1, lineno, keys, reprs)`` line,
+``(2, lineno, repr)`` return, ``(3, lineno, repr)`` exception, ``(4, stream, text)`` output
+written through ``sys.stdout``/``sys.stderr``, ``(5, status, limit, message)`` end.
+"""
+
+from __future__ import annotations
+
+import _thread
+import json
+import marshal
+import os
+import resource
+import select
+import signal
+import struct
+import sys
+import threading
+import time
+import types
+
+CALL, LINE, RETURN, EXCEPTION, OUTPUT, END = range(6)
+_HEADER = struct.Struct("<I")
+_FLUSH_EVERY = 512  # records
+_FLUSH_SECONDS = 0.05
+_REPR_SECONDS = 1.0  # a __repr__ running longer than this is replaced by a placeholder
+
+# Preloaded in the fork server so a traced program's imports of them cost nothing.
+_PRELOAD = ("re", "collections", "itertools", "functools", "math", "string", "json", "copy",
+            "operator", "heapq", "bisect", "random", "statistics", "fractions", "decimal",
+            "datetime", "textwrap", "typing", "dataclasses", "enum")
+
+_in_repr = False  # read by the watchdog thread
+
+
+class _Stop(BaseException):
+    pass
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+class Recorder:
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.records: list = []
+        self.lock = threading.Lock()
+        self.closed = False
+
+    def flush(self) -> None:
+        with self.lock:
+            if self.closed:
+                return
+            records = self.records
+            count = len(records)
+            if not count:
+                return
+            batch = records[:count]
+            try:
+                data = marshal.dumps(batch)
+            except ValueError:  # a str subclass from a __repr__: make it plain data
+                data = marshal.dumps([_plain(r) for r in batch])
+            try:
+                _write_all(self.fd, _HEADER.pack(len(data)) + data)
+            except OSError:
+                self.closed = True
+            del records[:count]
+
+    def end(self, status: str, limit: str | None = None, message: str = "") -> None:
+        """Record the end of the run and leave the process at once."""
+        sys.settrace(None)
+        self.records.append((END, status, limit, message))
+        self.flush()
+        os._exit(0)
+
+
+def _plain(value):
+    if isinstance(value, tuple):
+        return tuple(_plain(v) for v in value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return str.__str__(value)
+    return value
+
+
+class Capture:
+    """``sys.stdout``/``sys.stderr`` for the program: each write becomes an output record."""
+
+    encoding = "utf-8"
+    errors = "strict"
+
+    def __init__(self, recorder: Recorder, stream: int, budget: list[int]) -> None:
+        self._recorder = recorder
+        self._stream = stream
+        self._budget = budget
+
+    def write(self, text):
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        self._budget[0] -= len(text)
+        if self._budget[0] < 0:
+            keep = len(text) + self._budget[0]
+            self._recorder.records.append((OUTPUT, self._stream, text[:keep]))
+            self._recorder.end("limit", "output", "the program wrote more output than the limit")
+        self._recorder.records.append((OUTPUT, self._stream, text))
+        return len(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def writable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return 1 if self._stream == 0 else 2
+
+
+def _describe_exception(value) -> str:
+    try:
+        text = str(value)
+    except BaseException:
+        text = ""
+    name = type(value).__name__
+    return f"{name}: {text}" if text else name
+
+
+def run_job(job: dict, fd: int) -> None:
+    """Run one program under the tracer; never returns."""
+    global _in_repr
+    recorder = Recorder(fd)
+    records = recorder.records
+    append = records.append
+    limits = job["limits"]
+    max_frames = limits["frames"]
+    filename = job["filename"]
+    entry_name = job["entry"]
+    entry_first = job["entry_firstlineno"]
+    bad_types: set = set()
+    state = {"count": 0, "entry": None, "entry_exc": None}
+
+    def placeholder(value, why: str) -> str:
+        return f"<{type(value).__qualname__} object: repr {why}>"
+
+    def safe_repr(value) -> str:
+        global _in_repr
+        kind = type(value)
+        if kind in bad_types:
+            return placeholder(value, "timed out")
+        _in_repr = True
+        try:
+            return repr(value)
+        except KeyboardInterrupt:
+            bad_types.add(kind)
+            return placeholder(value, "timed out")
+        except BaseException as exc:  # noqa: BLE001 - any failure of user code
+            return placeholder(value, f"raised {type(exc).__name__}")
+        finally:
+            _in_repr = False
+
+    def reprs(values) -> list:
+        global _in_repr
+        if not bad_types:
+            _in_repr = True
+            try:
+                return [*map(repr, values)]
+            except BaseException:  # noqa: BLE001
+                pass
+            finally:
+                _in_repr = False
+        return [safe_repr(v) for v in values]
+
+    def tick() -> None:
+        """Count the frame about to be recorded; stop when the frame limit is reached."""
+        count = state["count"]
+        if count >= max_frames:
+            recorder.end("limit", "frames", f"stopped after {max_frames} frames")
+        state["count"] = count + 1
+        if len(records) >= _FLUSH_EVERY:
+            recorder.flush()
+
+    def local(frame, event, arg):
+        try:
+            if event == "line":
+                tick()
+                loc = frame.f_locals
+                append((LINE, frame.f_lineno, (*loc,), reprs(loc.values())))
+                if frame is state["entry"]:
+                    state["entry_exc"] = None
+            elif event == "return":
+                tick()
+                append((RETURN, frame.f_lineno, safe_repr(arg)))
+                if frame is state["entry"]:
+                    exc = state["entry_exc"]
+                    if exc is not None:
+                        if isinstance(exc, MemoryError):
+                            recorder.end("limit", "memory", "the program ran out of memory (MemoryError)")
+                        recorder.end("raised", None, _describe_exception(exc))
+                    recorder.end("complete")
+            elif event == "exception":
+                tick()
+                append((EXCEPTION, frame.f_lineno, safe_repr(arg)))
+                if frame is state["entry"]:
+                    state["entry_exc"] = arg[1]
+        except MemoryError:
+            recorder.end("limit", "memory", "out of memory while recording the trace")
+        return local
+
+    def start(frame, event, arg):
+        code = frame.f_code
+        if state["entry"] is None:
+            if code.co_name != entry_name or code.co_firstlineno != entry_first or code.co_filename != filename:
+                return None
+            state["entry"] = frame
+        elif code.co_filename != filename:
+            return None
+        tick()
+        loc = frame.f_locals
+        append((CALL, frame.f_lineno, code.co_name, (*loc,), reprs(loc.values())))
+        return local
+
+    budget = [limits["output"]]
+    sys.stdout = Capture(recorder, 0, budget)
+    sys.stderr = Capture(recorder, 1, budget)
+    deadline = time.monotonic() + limits["seconds"]
+
+    def watchdog() -> None:
+        seen = -1
+        stuck_since = None
+        while True:
+            time.sleep(_FLUSH_SECONDS)
+            recorder.flush()
+            now = time.monotonic()
+            if now > deadline:
+                recorder.end("limit", "time", f"stopped after {limits['seconds']:g} s")
+            count = state["count"]
+            if _in_repr and count == seen:
+                stuck_since = stuck_since or now
+                if now - stuck_since > _REPR_SECONDS:
+                    stuck_since = None
+                    _thread.interrupt_main()
+            else:
+                stuck_since = None
+            seen = count
+
+    threading.Thread(target=watchdog, daemon=True).start()
+
+    def after_fork() -> None:  # a program that forks: its children record nothing
+        sys.settrace(None)
+        recorder.closed = True
+
+    os.register_at_fork(after_in_child=after_fork)
+    real_exit = os._exit
+
+    module = types.ModuleType("__main__")
+    module.__file__ = filename
+    module.__builtins__ = __builtins__
+    sys.modules["__main__"] = module
+    sys.argv = [filename]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(filename)))
+    try:
+        code = compile(job["source"], filename, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        recorder.end("error", None, f"syntax error: {exc.msg} (line {exc.lineno})")
+    sys.settrace(start)
+    try:
+        exec(code, module.__dict__)
+        if job.get("call"):
+            eval(compile(job["call"], "<call>", "eval", dont_inherit=True), module.__dict__)
+    except SystemExit as exc:
+        sys.settrace(None)
+        if state["entry"] is None:
+            recorder.end("not_called", None, f"the program exited (SystemExit: {exc.code}) before calling the entry")
+        recorder.end("raised", None, f"SystemExit: {exc.code}")
+    except MemoryError:
+        sys.settrace(None)
+        recorder.end("limit", "memory", "the program ran out of memory (MemoryError)")
+    except BaseException as exc:  # noqa: BLE001 - the program's own failure is data
+        sys.settrace(None)
+        if state["entry"] is None:
+            recorder.end("error", None, f"the program raised {_describe_exception(exc)} before calling the entry")
+        recorder.end("raised", None, _describe_exception(exc))
+    sys.settrace(None)
+    if state["entry"] is None:
+        recorder.end("not_called", None, "")
+    recorder.end("complete")
+    real_exit(0)
+
+
+def _child(job: dict, rec_w: int, out_w: int, err_w: int) -> None:
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(out_w, 1)
+    os.dup2(err_w, 2)
+    memory = job["limits"]["memory"]
+    if memory:
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        except (ValueError, OSError):
+            pass
+    try:
+        run_job(job, rec_w)
+    finally:
+        os._exit(0)
+
+
+def _send(kind: bytes, payload: bytes) -> None:
+    _write_all(1, _HEADER.pack(len(payload) + 1) + kind + payload)
+
+
+def _read_exact(fd: int, size: int) -> bytes | None:
+    chunks = []
+    while size:
+        chunk = os.read(fd, size)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def _relay(pid: int, job: dict, fds: dict[int, bytes]) -> dict:
+    limits = job["limits"]
+    hard_deadline = time.monotonic() + limits["seconds"] + 2.0
+    raw_budget = limits["output"]
+    open_fds = set(fds)
+    killed = None
+    exited = None
+    while open_fds:
+        ready, _, _ = select.select(list(open_fds), [], [], 0.05)
+        for fd in ready:
+            data = os.read(fd, 1 << 16)
+            if not data:
+                open_fds.discard(fd)
+                continue
+            kind = fds[fd]
+            if kind != b"R":
+                raw_budget -= len(data)
+                if raw_budget < 0 and killed is None:
+                    killed = "output"
+                    _kill(pid)
+            _send(kind, data)
+        if exited is None:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                exited = status
+                _kill(pid)  # whatever the program forked goes with it
+                # drain what is left without waiting on descendants that kept a pipe open
+                hard_deadline = min(hard_deadline, time.monotonic() + 0.5)
+        if time.monotonic() > hard_deadline:
+            if exited is None and killed is None:
+                killed = "time"
+            _kill(pid)
+            break
+    for fd in fds:
+        os.close(fd)
+    if exited is None:
+        _, exited = os.waitpid(pid, 0)
+    result = {"killed": killed}
+    if os.WIFSIGNALED(exited):
+        result["signal"] = os.WTERMSIG(exited)
+    else:
+        result["exitcode"] = os.WEXITSTATUS(exited)
+    return result
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def serve() -> None:
+    """The fork server: one job (length-prefixed JSON) in on stdin, records out on stdout."""
+    for name in _PRELOAD:
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+    while True:
+        header = _read_exact(0, _HEADER.size)
+        if header is None:
+            return
+        body = _read_exact(0, _HEADER.unpack(header)[0])
+        if body is None:
+            return
+        job = json.loads(body)
+        rec_r, rec_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            for fd in (rec_r, out_r, err_r):
+                os.close(fd)
+            _child(job, rec_w, out_w, err_w)
+        for fd in (rec_w, out_w, err_w):
+            os.close(fd)
+        result = _relay(pid, job, {rec_r: b"R", out_r: b"O", err_r: b"E"})
+        _send(b"X", json.dumps(result).encode())
+
+
+if __name__ == "__main__":
+    sys.path.pop(0)  # this file's folder must not shadow the program's imports
+    serve()

@@ -1,0 +1,156 @@
+"""A program to trace: its source (what the model sees and what runs) and its entry function."""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass
+
+from ..trace import tokens
+
+NO_ENTRY_HELP = (
+    "no entry function: add '# << START_OF_TRACE' to the def line of the function to trace, "
+    "or pass --entry NAME (and --call EXPR if the file does not call it)"
+)
+
+
+class ProgramError(Exception):
+    """Bad input, explained in one line for the user."""
+
+
+@dataclass(frozen=True)
+class Program:
+    path: str  # file name the code is compiled under (shown to the user)
+    source: str  # the context the model sees; it is also what runs (the marker is a comment)
+    entry: str  # the entry function's name (its code object's co_name)
+    entry_line: int  # 1-based line of the entry's def (it carries the marker)
+    entry_firstlineno: int  # co_firstlineno: the first decorator line, else the def line
+    call: str | None = None  # evaluated in the program's globals after its module code ran
+
+    @property
+    def lines(self) -> list[str]:
+        return self.source.splitlines(keepends=True)
+
+    def to_json(self) -> dict:
+        return {
+            "path": self.path,
+            "source": self.source,
+            "entry": self.entry,
+            "entry_line": self.entry_line,
+            "entry_firstlineno": self.entry_firstlineno,
+            "call": self.call,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Program":
+        return cls(**data)
+
+
+def read_source(path: str) -> str:
+    """The file's text, or a ProgramError that says what is wrong with it."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        raise ProgramError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ProgramError(f"{path}: is a directory, not a Python file") from None
+    except OSError as exc:
+        raise ProgramError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ProgramError(f"{path}: not UTF-8 text (bad byte on line {line})") from None
+    return text.removeprefix("\ufeff")
+
+
+def load_program(path: str, entry: str | None = None, call: str | None = None) -> Program:
+    return program_from_source(read_source(path), path, entry=entry, call=call)
+
+
+def cruxeval_program(code: str, call_input: str, path: str = "<cruxeval>") -> Program:
+    """The CRUXEval wrapper of Meta's harness (spec §8): ``"\\n" + code + "\\n" + main``."""
+    source = "\n" + code + "\ndef main():" + tokens.START_MARKER + "\n    return f(" + call_input + ")\n"
+    return program_from_source(source, path, call="main()")
+
+
+def program_from_source(
+    source: str, path: str = "<program>", entry: str | None = None, call: str | None = None
+) -> Program:
+    source = source.replace("\r\n", "\n").replace("\r", "\n")
+    if source and not source.endswith("\n"):
+        source += "\n"
+    tree = _parse(source, path)
+    functions = _functions(tree)
+    lines = source.splitlines(keepends=True)
+    marked = [f for f in functions if tokens.has_marker(lines[f[1].lineno - 1])]
+    if entry is not None:
+        chosen = [f for f in functions if f[0] == entry or f[1].name == entry]
+        if not chosen:
+            names = ", ".join(sorted({f[0] for f in functions})) or "none"
+            raise ProgramError(f"{path}: no function named {entry!r} (functions: {names})")
+        node = chosen[0][1]
+        lines = [tokens.strip_marker(line) for line in lines]
+        lines[node.lineno - 1] = _mark(lines[node.lineno - 1])
+        source = "".join(lines)
+    elif marked:
+        if len(marked) > 1:
+            where = ", ".join(str(f[1].lineno) for f in marked)
+            raise ProgramError(f"{path}: START_OF_TRACE marks more than one function (lines {where})")
+        node = marked[0][1]
+    elif call is not None:
+        _check_expression(call)
+        taken = {f[1].name for f in functions}
+        name = "main" if "main" not in taken else "_cwmtui_main"
+        source += f"\ndef {name}():{tokens.START_MARKER}\n    return {call}\n"
+        return program_from_source(source, path, call=f"{name}()")
+    else:
+        raise ProgramError(f"{path}: {NO_ENTRY_HELP}")
+    if call is not None:
+        _check_expression(call)
+    first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    return Program(path, source, node.name, node.lineno, first, call)
+
+
+def _mark(line: str) -> str:
+    return line.rstrip("\n").rstrip() + tokens.START_MARKER + "\n"
+
+
+def _parse(source: str, path: str) -> ast.Module:
+    try:
+        return ast.parse(source, filename=path)
+    except SyntaxError as exc:
+        raise ProgramError(f"{path}: syntax error on line {exc.lineno}: {exc.msg}") from None
+    except (ValueError, RecursionError) as exc:  # null bytes, absurd nesting
+        raise ProgramError(f"{path}: cannot parse it ({exc})") from None
+
+
+def _check_expression(call: str) -> None:
+    try:
+        ast.parse(call, mode="eval")
+    except SyntaxError as exc:
+        raise ProgramError(f"--call {call!r} is not a Python expression: {exc.msg}") from None
+
+
+def _functions(tree: ast.AST) -> list[tuple[str, ast.FunctionDef]]:
+    """Every function in the file with its qualified name (``Class.method``), in line order."""
+    found: list[tuple[str, ast.FunctionDef]] = []
+
+    def walk(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.append((prefix + child.name, child))
+                walk(child, prefix + child.name + ".")
+            elif isinstance(child, ast.ClassDef):
+                walk(child, prefix + child.name + ".")
+            else:
+                walk(child, prefix)
+
+    walk(tree, "")
+    found.sort(key=lambda f: f[1].lineno)
+    return found
+
+
+def display_name(path: str) -> str:
+    return os.path.basename(path) if path and not path.startswith("<") else path

@@ -1,0 +1,263 @@
+"""The parent side of the interpreter: a fork server, limits, and records turned into a Trace."""
+
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import re
+import signal
+import struct
+import subprocess
+import sys
+import threading
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+from ..trace import Event, Frame, OutputChunk, Status, Trace, TraceStatus
+from ..trace.tokens import strip_marker
+from . import child
+from .program import Program
+
+_HEADER = struct.Struct("<I")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+REFERENCE_VERSION = (3, 11)
+
+
+@dataclass(frozen=True)
+class Limits:
+    frames: int = 10_000
+    seconds: float = 10.0
+    memory: int = 2 << 30  # bytes of address space
+    output: int = 1 << 20  # characters the program may write
+
+
+def version_warning() -> str | None:
+    if sys.version_info[:2] != REFERENCE_VERSION:
+        have = ".".join(map(str, sys.version_info[:3]))
+        return (
+            f"warning: tracing under Python {have}; CWM was trained on CPython 3.11 traces, "
+            "so line events and comprehension frames may differ"
+        )
+    return None
+
+
+def clean_repr(text: str) -> str:
+    """Strip memory addresses from default reprs (spec §4.2)."""
+    return _ADDRESS.sub("", text) if " at 0x" in text else text
+
+
+class TraceBuilder:
+    """Turns the child's records into frames (resolved locals, depth, function, action)."""
+
+    def __init__(self, program: Program, on_frame: Callable[[Frame], None] | None = None) -> None:
+        self.actions = [strip_marker(line) for line in program.lines]
+        self.frames: list[Frame] = []
+        self.output: list[OutputChunk] = []
+        self.status: TraceStatus | None = None
+        self._stack: list[str] = []
+        self._on_frame = on_frame
+
+    def _action(self, lineno: int) -> str:
+        if 1 <= lineno <= len(self.actions):
+            return self.actions[lineno - 1]
+        return "\n"
+
+    def add_records(self, records: list) -> None:
+        frames = self.frames
+        stack = self._stack
+        for record in records:
+            kind = record[0]
+            if kind == child.LINE:
+                _, lineno, keys, values = record
+                frame = Frame(
+                    Event.LINE,
+                    self._action(lineno),
+                    dict(zip(keys, map(clean_repr, values))),
+                    None,
+                    lineno,
+                    len(stack) - 1,
+                    stack[-1] if stack else "?",
+                )
+            elif kind == child.CALL:
+                _, lineno, name, keys, values = record
+                frame = Frame(
+                    Event.CALL,
+                    self._action(lineno),
+                    dict(zip(keys, map(clean_repr, values))),
+                    None,
+                    lineno,
+                    len(stack),
+                    name,
+                )
+                stack.append(name)
+            elif kind == child.RETURN or kind == child.EXCEPTION:
+                _, lineno, value = record
+                event = Event.RETURN if kind == child.RETURN else Event.EXCEPTION
+                frame = Frame(
+                    event,
+                    self._action(lineno),
+                    None,
+                    clean_repr(value),
+                    lineno,
+                    max(len(stack) - 1, 0),
+                    stack[-1] if stack else "?",
+                )
+                if kind == child.RETURN and stack:
+                    stack.pop()
+            elif kind == child.OUTPUT:
+                self.add_output("stdout" if record[1] == 0 else "stderr", record[2])
+                continue
+            elif kind == child.END:
+                _, status, limit, message = record
+                self.status = TraceStatus(Status(status), message, limit)
+                continue
+            else:
+                continue
+            frames.append(frame)
+            if self._on_frame is not None:
+                self._on_frame(frame)
+
+    def add_output(self, stream: str, text: str) -> None:
+        step = len(self.frames)
+        last = self.output[-1] if self.output else None
+        if last is not None and last.step == step and last.stream == stream:
+            last.text += text
+        else:
+            self.output.append(OutputChunk(step, stream, text))
+
+    def trace(self) -> Trace:
+        status = self.status or TraceStatus(Status.DIED, "the tracer stopped without a word")
+        return Trace(self.frames, status, self.output)
+
+
+class Interpreter:
+    """Runs programs under the tracer. One fork server serves many programs (a whole suite)."""
+
+    def __init__(self, python: str | None = None) -> None:
+        self._python = python or sys.executable
+        self._process: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+        self.warning = version_warning()
+
+    def __enter__(self) -> "Interpreter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            try:
+                process.stdin.close()
+            except OSError:
+                pass
+            try:
+                process.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            process.stdout.close()
+
+    def _server(self) -> subprocess.Popen:
+        if self._process is None or self._process.poll() is not None:
+            env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
+            env.pop("PYTHONSTARTUP", None)
+            self._process = subprocess.Popen(
+                [self._python, child.__file__],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+            )
+        return self._process
+
+    def trace(
+        self,
+        program: Program,
+        limits: Limits = Limits(),
+        on_frame: Callable[[Frame], None] | None = None,
+    ) -> Trace:
+        """Record the program's run. Never raises for anything the program does."""
+        with self._lock:
+            builder = TraceBuilder(program, on_frame)
+            job = {
+                "source": program.source,
+                "filename": program.path,
+                "entry": program.entry,
+                "entry_firstlineno": program.entry_firstlineno,
+                "call": program.call,
+                "limits": asdict(limits),
+            }
+            try:
+                end = self._exchange(job, builder)
+            except (OSError, ValueError, EOFError) as exc:
+                self.close()
+                builder.status = builder.status or TraceStatus(
+                    Status.DIED, f"lost contact with the tracer process ({exc})"
+                )
+                return builder.trace()
+            if builder.status is None:
+                builder.status = _status_from_end(end, limits)
+            return builder.trace()
+
+    def _exchange(self, job: dict, builder: TraceBuilder) -> dict:
+        process = self._server()
+        body = json.dumps(job).encode()
+        process.stdin.write(_HEADER.pack(len(body)) + body)
+        process.stdin.flush()
+        out = process.stdout
+        pending = bytearray()
+        while True:
+            header = out.read(_HEADER.size)
+            if len(header) < _HEADER.size:
+                raise EOFError("the tracer process ended")
+            size = _HEADER.unpack(header)[0]
+            message = out.read(size)
+            if len(message) < size:
+                raise EOFError("the tracer process ended")
+            kind, payload = message[:1], message[1:]
+            if kind == b"R":
+                pending += payload
+                while len(pending) >= _HEADER.size:
+                    need = _HEADER.unpack_from(pending)[0] + _HEADER.size
+                    if len(pending) < need:
+                        break
+                    try:
+                        records = marshal.loads(bytes(pending[_HEADER.size : need]))
+                    except (ValueError, EOFError, TypeError):
+                        records = []
+                    del pending[:need]
+                    if isinstance(records, list):
+                        builder.add_records(records)
+            elif kind in (b"O", b"E"):
+                builder.add_output(
+                    "stdout" if kind == b"O" else "stderr", payload.decode("utf-8", "replace")
+                )
+            elif kind == b"X":
+                return json.loads(payload)
+
+
+def _status_from_end(end: dict, limits: Limits) -> TraceStatus:
+    if end.get("killed") == "time":
+        return TraceStatus(Status.LIMIT, f"stopped after {limits.seconds:g} s", "time")
+    if end.get("killed") == "output":
+        return TraceStatus(Status.LIMIT, "the program wrote more output than the limit", "output")
+    if "signal" in end:
+        number = end["signal"]
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        return TraceStatus(Status.DIED, f"the program was killed by {name}")
+    return TraceStatus(Status.DIED, f"the program exited abruptly (exit code {end.get('exitcode')})")
+
+
+def trace_program(
+    program: Program, limits: Limits = Limits(), on_frame: Callable[[Frame], None] | None = None
+) -> Trace:
+    """Trace one program in a fresh fork server."""
+    with Interpreter() as interpreter:
+        return interpreter.trace(program, limits, on_frame)

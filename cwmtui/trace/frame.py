@@ -1,0 +1,195 @@
+"""The vocabulary of a trace: events, frames and whole traces."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from . import tokens
+
+
+class Event(str, enum.Enum):
+    CALL = "call"
+    LINE = "line"
+    RETURN = "return"
+    EXCEPTION = "exception"
+
+    @property
+    def token(self) -> str:
+        return _EVENT_TOKENS[self]
+
+    @classmethod
+    def from_token(cls, token: str) -> "Event | None":
+        return _TOKEN_EVENTS.get(token)
+
+    @property
+    def has_locals(self) -> bool:
+        return self in (Event.CALL, Event.LINE)
+
+    @property
+    def has_arg(self) -> bool:
+        return self in (Event.RETURN, Event.EXCEPTION)
+
+
+_EVENT_TOKENS = {
+    Event.CALL: tokens.CALL_SEP,
+    Event.LINE: tokens.LINE_SEP,
+    Event.RETURN: tokens.RETURN_SEP,
+    Event.EXCEPTION: tokens.EXCEPTION_SEP,
+}
+_TOKEN_EVENTS = {v: k for k, v in _EVENT_TOKENS.items()}
+
+
+@dataclass(slots=True)
+class Frame:
+    """One step of a trace.
+
+    ``locals`` are the values *before* ``action`` runs, every name resolved to its repr (no
+    ``".."``); ``None`` for return and exception frames. ``arg`` is the repr of the return value
+    or of the exception. ``error`` marks a frame that could not be parsed as the format demands:
+    ``raw`` then keeps the text as the model wrote it.
+
+    ``tokens`` (how many model tokens the frame took) and ``origin`` (``"generated"``,
+    ``"forced"``, ``"edited"``, or ``""`` for the interpreter) describe where the frame came
+    from; they take no part in equality.
+    """
+
+    event: Event | None
+    action: str
+    locals: dict[str, str] | None = None
+    arg: str | None = None
+    lineno: int | None = None
+    depth: int = 0
+    function: str = ""
+    error: str | None = None
+    raw: str | None = None
+    tokens: int = field(default=0, compare=False)
+    origin: str = field(default="", compare=False)
+
+    @property
+    def is_error(self) -> bool:
+        return self.error is not None
+
+    def to_json(self) -> dict:
+        data = {
+            "event": self.event.value if self.event else None,
+            "action": self.action,
+            "lineno": self.lineno,
+            "function": self.function,
+            "depth": self.depth,
+            "locals": self.locals,
+            "arg": self.arg,
+        }
+        if self.error is not None:
+            data["error"] = self.error
+            data["raw"] = self.raw
+        if self.tokens:
+            data["tokens"] = self.tokens
+        if self.origin:
+            data["origin"] = self.origin
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Frame":
+        event = data.get("event")
+        return cls(
+            event=Event(event) if event else None,
+            action=data.get("action", ""),
+            locals=data.get("locals"),
+            arg=data.get("arg"),
+            lineno=data.get("lineno"),
+            depth=data.get("depth", 0),
+            function=data.get("function", ""),
+            error=data.get("error"),
+            raw=data.get("raw"),
+            tokens=data.get("tokens", 0),
+            origin=data.get("origin", ""),
+        )
+
+
+class Status(str, enum.Enum):
+    COMPLETE = "complete"  # the entry returned (or a model trace ended with end_of_text)
+    RAISED = "raised"  # an exception escaped the entry: the trace is whole, the program failed
+    LIMIT = "limit"  # a limit was reached: the trace is partial (see TraceStatus.limit)
+    DIED = "died"  # the process died (os._exit, signal): the trace is partial
+    NOT_CALLED = "not_called"  # the program ended without calling the entry
+    ERROR = "error"  # the program failed before the entry was called
+
+
+@dataclass(slots=True)
+class TraceStatus:
+    kind: Status
+    message: str = ""
+    limit: str | None = None  # "frames" | "time" | "memory" | "output" | "tokens"
+
+    @property
+    def ok(self) -> bool:
+        return self.kind is Status.COMPLETE
+
+    def describe(self) -> str:
+        text = self.kind.value
+        if self.limit:
+            text += f" ({self.limit} limit)"
+        if self.message:
+            text += f": {self.message}"
+        return text
+
+    def to_json(self) -> dict:
+        return {"status": self.kind.value, "limit": self.limit, "message": self.message}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "TraceStatus":
+        return cls(Status(data["status"]), data.get("message", ""), data.get("limit"))
+
+
+@dataclass(slots=True)
+class OutputChunk:
+    """Text the program wrote; ``step`` is how many frames had been recorded at that moment."""
+
+    step: int
+    stream: str  # "stdout" | "stderr"
+    text: str
+
+
+@dataclass
+class Trace:
+    frames: list[Frame]
+    status: TraceStatus
+    output: list[OutputChunk] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    def output_until(self, step: int) -> list[OutputChunk]:
+        """What the program had written when frame ``step`` was recorded."""
+        return [chunk for chunk in self.output if chunk.step <= step]
+
+    @property
+    def stdout(self) -> str:
+        return "".join(c.text for c in self.output if c.stream == "stdout")
+
+    @property
+    def stderr(self) -> str:
+        return "".join(c.text for c in self.output if c.stream == "stderr")
+
+    def return_value(self) -> str | None:
+        """The repr the entry returned, when the trace reached the entry's return."""
+        for frame in reversed(self.frames):
+            if frame.event is Event.RETURN and frame.depth == 0:
+                return frame.arg
+        return None
+
+    def to_json(self) -> dict:
+        return {
+            "frames": [f.to_json() for f in self.frames],
+            "status": self.status.to_json(),
+            "output": [[c.step, c.stream, c.text] for c in self.output],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Trace":
+        return cls(
+            frames=[Frame.from_json(f) for f in data["frames"]],
+            status=TraceStatus.from_json(data["status"]),
+            output=[OutputChunk(*c) for c in data.get("output", [])],
+        )
