@@ -1,0 +1,1 @@
+"""Analysis of a rollout against the truth: comparison, recovery, token lens, reports."""

@@ -1,0 +1,1 @@
+"""World models: backends and the rollout engine."""
