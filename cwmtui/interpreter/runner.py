@@ -183,14 +183,7 @@ class Interpreter:
         """Record the program's run. Never raises for anything the program does."""
         with self._lock:
             builder = TraceBuilder(program, on_frame)
-            job = {
-                "source": program.source,
-                "filename": program.path,
-                "entry": program.entry,
-                "entry_firstlineno": program.entry_firstlineno,
-                "call": program.call,
-                "limits": asdict(limits),
-            }
+            job = child_job(program, limits)
             try:
                 end = self._exchange(job, builder)
             except (OSError, ValueError, EOFError) as exc:
@@ -238,6 +231,18 @@ class Interpreter:
                 )
             elif kind == b"X":
                 return json.loads(payload)
+
+
+def child_job(program: Program, limits: Limits) -> dict:
+    """What the fork server needs to run the program (sent as JSON)."""
+    return {
+        "source": program.source,
+        "filename": program.path,
+        "entry": program.entry,
+        "entry_firstlineno": program.entry_firstlineno,
+        "call": program.call,
+        "limits": asdict(limits),
+    }
 
 
 def _status_from_end(end: dict, limits: Limits) -> TraceStatus:
