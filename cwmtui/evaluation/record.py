@@ -1,0 +1,153 @@
+"""One line of a results file: a program, the model's generation, and how it compares.
+
+A results file (``cwmtui eval --out RESULTS.jsonl``) holds one JSON object per program. It is a
+replay file (``{"id", "program" | ("code", "input"), "generation"}``), so any program of a run
+reopens offline, and it carries what the triage view sorts by (``class``, ``string_valued``,
+``step``) and what the report aggregates, so ``cwmtui eval --report RESULTS.jsonl`` reprints the
+tables without a model. See docs/evaluation.md for every field.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+from typing import Iterable
+
+from ..analysis.outcome import entry_outcome, is_string_value, outcomes_agree
+from ..trace import Frame, Trace
+
+FORMAT_VERSION = 1
+
+
+class ResultsError(Exception):
+    """A results file that cannot be read; one line for the user."""
+
+
+def frame_key(frame: Frame) -> tuple:
+    return (frame.event, frame.action, frame.locals, frame.arg)
+
+
+def condition_summary(truth: Trace, frames: list[Frame], status: str, text: str, comparison=None) -> dict:
+    """What one rollout (free-running or teacher-forced) did, against the truth."""
+    truth_outcome = entry_outcome(truth.frames)
+    model_outcome = entry_outcome(f for f in frames if not f.is_error)
+    actions = states = 0
+    for expected, predicted in zip(truth.frames, frames):
+        if predicted.is_error or predicted.event is None:
+            continue
+        if predicted.event is expected.event and predicted.action == expected.action:
+            actions += 1
+        if predicted.event is expected.event and predicted.locals == expected.locals and predicted.arg == expected.arg:
+            states += 1
+    exact = (
+        len(frames) == len(truth.frames)
+        and status == "ended"
+        and all(not p.is_error and frame_key(p) == frame_key(t) for t, p in zip(truth.frames, frames))
+    )
+    divergence = _divergence_json(comparison)
+    return {
+        "generation": text,
+        "status": status,
+        "output": {
+            "expected": truth_outcome.value,
+            "expected_kind": truth_outcome.kind,
+            "predicted": model_outcome.value,
+            "predicted_kind": model_outcome.kind,
+            "correct": outcomes_agree(truth_outcome, model_outcome),
+        },
+        "frames": {
+            "truth": len(truth.frames),
+            "model": len(frames),
+            "format_errors": sum(1 for f in frames if f.is_error),
+            "action_matches": actions,
+            "state_matches": states,
+        },
+        "trace_exact": exact,
+        "first_divergence": divergence,
+        "class": divergence["kind"] if divergence else ("agree" if exact else "unclassified"),
+    }
+
+
+def result_record(
+    case,
+    suite: str,
+    truth: Trace,
+    free: dict,
+    *,
+    model: str = "",
+    timings: dict | None = None,
+    tokens: dict | None = None,
+    teacher_forced: dict | None = None,
+) -> dict:
+    """The results-file line of one program (``free`` and ``teacher_forced`` from :func:`condition_summary`)."""
+    program = case.program
+    divergence = free.get("first_divergence")
+    record = {
+        "id": case.id,
+        "suite": suite,
+        "metadata": dict(case.metadata),
+        "program": program.source,
+        "entry": program.entry,
+        "call": program.call,
+        **case.given,  # code + input for CRUXEval
+        "model": model,
+        "generation": free["generation"],
+        "status": free["status"],
+        # the triage view sorts by these three
+        "class": free["class"],
+        "string_valued": bool(divergence and divergence.get("string_valued")),
+        "step": divergence["step"] if divergence else None,
+        "output": {**free["output"], "string_valued": is_string_value(free["output"]["expected"])},
+        "trace_exact": free["trace_exact"],
+        "frames": free["frames"],
+        "first_divergence": divergence,
+        "truth": {"status": truth.status.kind.value, "frames": len(truth.frames)},
+        "timings": timings or {},
+        "tokens": tokens or {},
+        "version": FORMAT_VERSION,
+    }
+    if teacher_forced is not None:
+        record["teacher_forced"] = teacher_forced
+    return record
+
+
+def _divergence_json(comparison) -> dict | None:
+    divergence = getattr(comparison, "first_divergence", None) if comparison is not None else None
+    if divergence is None:
+        return None
+    data = asdict(divergence) if is_dataclass(divergence) else dict(divergence)
+    kind = data.get("kind")
+    data["kind"] = getattr(kind, "value", kind)
+    data["variables"] = list(data.get("variables") or [])
+    data["string_valued"] = bool(data.get("string_valued"))
+    return {key: data.get(key) for key in ("step", "kind", "regime", "variables", "string_valued", "explanation")}
+
+
+def write_results(path: str | Path, records: Iterable[dict]) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def read_results(path: str | Path) -> list[dict]:
+    """The records of a results file, or a :class:`ResultsError` that says what is wrong."""
+    try:
+        handle = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    records = []
+    with handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                raise ResultsError(f"{path}:{number}: not a JSON line") from None
+            if not isinstance(record, dict) or "output" not in record or "frames" not in record:
+                raise ResultsError(f"{path}:{number}: not a line of a 'cwmtui eval' results file")
+            records.append(record)
+    if not records:
+        raise ResultsError(f"{path}: no results in it")
+    return records

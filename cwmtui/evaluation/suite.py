@@ -1,0 +1,188 @@
+"""The programs of an evaluation run: a named benchmark, a directory of ``.py`` files or a JSONL.
+
+A :class:`Case` is one program with its id and metadata (``n`` for S5, ``depth``/``type``/``form``
+for the composition zoo). The ``s5`` and ``zoo`` generators live in :mod:`cwmtui.suites`; this
+module only turns their programs into cases and reads the file-based suites.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..interpreter import Program, ProgramError, cruxeval_program, load_program, program_from_source
+
+#: where the CRUXEval data lives: ``../shared/benchmarks/cruxeval`` beside the checkout
+CRUXEVAL_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "cruxeval" / "cruxeval.jsonl"
+NAMED = ("cruxeval", "s5", "zoo")
+S5_LENGTHS = (8, 16, 32, 64, 128)
+ZOO_DEPTHS = (1, 2, 3, 4, 5)
+
+
+class SuiteError(Exception):
+    """The suite cannot be read; one line for the user."""
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    program: Program
+    metadata: dict = field(default_factory=dict)
+    #: how the program was given, kept in the results so they stay a replay file:
+    #: ``{"code", "input"}`` for CRUXEval, else ``{}`` (the program source is always kept)
+    given: dict = field(default_factory=dict)
+
+
+@dataclass
+class Suite:
+    name: str
+    cases: list[Case]
+
+
+def load_suite(
+    spec: str,
+    *,
+    n: list[int] | None = None,
+    depth: list[int] | None = None,
+    count: int | None = None,
+    seed: int = 0,
+) -> Suite:
+    """``spec``: ``cruxeval``, ``s5``, ``zoo``, a directory of ``.py`` files or a ``.jsonl`` file.
+
+    ``count`` is the number of programs per cell for the generated suites (per N for ``s5``,
+    per type, depth and form for ``zoo``) and the number of programs taken from the start of
+    a file-based suite.
+    """
+    if count is not None and count < 1:
+        raise SuiteError("--count must be at least 1")
+    if spec == "cruxeval":
+        if not CRUXEVAL_DATA.is_file():
+            raise SuiteError(f"CRUXEval data not found at {CRUXEVAL_DATA} (the shared benchmarks folder)")
+        cases = cruxeval_cases(CRUXEVAL_DATA, count)
+        return Suite("cruxeval", cases)
+    if spec == "s5":
+        return Suite("s5", s5_cases(n or list(S5_LENGTHS), count or 10, seed))
+    if spec == "zoo":
+        return Suite("zoo", zoo_cases(depth or list(ZOO_DEPTHS), count or 5, seed))
+    path = Path(spec)
+    if path.is_dir():
+        return Suite(path.name or spec, directory_cases(path, count))
+    if path.is_file():
+        return Suite(path.stem, jsonl_cases(path, count))
+    if not path.exists() and os.sep not in spec and not spec.endswith((".jsonl", ".py")):
+        raise SuiteError(f"unknown suite {spec!r}: use cruxeval, s5, zoo, a directory of .py files or a .jsonl file")
+    raise SuiteError(f"{spec}: no such file or directory")
+
+
+def cruxeval_cases(path: Path, count: int | None = None) -> list[Case]:
+    cases = []
+    for record in _read_jsonl(path):
+        if count is not None and len(cases) >= count:
+            break
+        try:
+            program = cruxeval_program(record["code"], record["input"], path=f"<{record['id']}>")
+        except (KeyError, TypeError):
+            raise SuiteError(f"{path}: a record lacks code, input or id") from None
+        except ProgramError as exc:
+            raise SuiteError(f"{record['id']}: {exc}") from None
+        cases.append(Case(record["id"], program, {}, {"code": record["code"], "input": record["input"]}))
+    return cases
+
+
+def directory_cases(path: Path, count: int | None = None) -> list[Case]:
+    files = sorted(p for p in path.rglob("*.py") if p.is_file())
+    if not files:
+        raise SuiteError(f"{path}: no .py files in it")
+    cases = []
+    for file in files[: count or len(files)]:
+        try:
+            program = load_program(str(file))
+        except ProgramError as exc:
+            raise SuiteError(str(exc)) from None
+        cases.append(Case(str(file.relative_to(path).with_suffix("")), program, {}))
+    return cases
+
+
+def jsonl_cases(path: Path, count: int | None = None) -> list[Case]:
+    """``{id, program}`` (the source text) or ``{id, code, input}`` (CRUXEval style) per line.
+
+    Optional keys: ``entry``, ``call`` (as for ``cwmtui trace``) and ``metadata``. A results file
+    of ``cwmtui eval`` is such a file, so a run can be repeated on its own programs.
+    """
+    cases = []
+    seen: set[str] = set()
+    for number, record in enumerate(_read_jsonl(path), 1):
+        if count is not None and len(cases) >= count:
+            break
+        if not isinstance(record, dict):
+            raise SuiteError(f"{path}:{number}: expected a JSON object")
+        ident = str(record.get("id", number))
+        if ident in seen:
+            raise SuiteError(f"{path}:{number}: id {ident!r} appears twice")
+        seen.add(ident)
+        metadata = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
+        try:
+            if isinstance(record.get("code"), str) and isinstance(record.get("input"), str):
+                program = cruxeval_program(record["code"], record["input"], path=f"<{ident}>")
+                given = {"code": record["code"], "input": record["input"]}
+            elif isinstance(record.get("program"), str):
+                program = program_from_source(
+                    record["program"], f"<{ident}>", entry=record.get("entry"), call=record.get("call")
+                )
+                given = {}
+            else:
+                raise SuiteError(f"{path}:{number}: needs 'program' (source text) or 'code' and 'input'")
+        except ProgramError as exc:
+            raise SuiteError(f"{path}:{number}: {exc}") from None
+        cases.append(Case(ident, program, metadata, given))
+    if not cases:
+        raise SuiteError(f"{path}: no programs in it")
+    return cases
+
+
+def s5_cases(lengths: list[int], count: int, seed: int) -> list[Case]:
+    from ..suites import s5  # the generator shared with the bundled model's training data
+
+    cases = []
+    for length in lengths:
+        if length < 1:
+            raise SuiteError("--n must be at least 1")
+        for generated in s5.generate(length, count, seed):
+            cases.append(_case_from_generated(generated, {"n": length}))
+    return cases
+
+
+def zoo_cases(depths: list[int], count: int, seed: int) -> list[Case]:
+    from ..suites import zoo
+
+    cases = []
+    for depth in depths:
+        if depth < 1:
+            raise SuiteError("--depth must be at least 1")
+        for generated in zoo.generate(depth, count, seed):
+            cases.append(_case_from_generated(generated, {"depth": depth}))
+    return cases
+
+
+def _case_from_generated(generated, defaults: dict) -> Case:
+    metadata = dict(defaults)
+    metadata.update(getattr(generated, "metadata", {}) or {})
+    return Case(generated.id, generated.program, metadata)
+
+
+def _read_jsonl(path: Path):
+    try:
+        handle = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise SuiteError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    with handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except ValueError:
+                raise SuiteError(f"{path}:{number}: not a JSON line") from None
+

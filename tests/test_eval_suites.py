@@ -1,0 +1,73 @@
+"""Suites read from files: CRUXEval, a directory of .py files, a JSONL of programs."""
+
+import json
+
+import pytest
+
+from cwmtui.evaluation.suite import SuiteError, load_suite
+
+from .conftest import CRUXEVAL
+
+
+@pytest.mark.skipif(not CRUXEVAL.is_file(), reason="the shared CRUXEval data is not beside the checkout")
+def test_cruxeval_suite_wraps_each_sample_in_main(interpreter):
+    suite = load_suite("cruxeval", count=3)
+    assert suite.name == "cruxeval" and [c.id for c in suite.cases] == ["sample_0", "sample_1", "sample_2"]
+    case = suite.cases[0]
+    assert case.given["input"] == "[1, 1, 3, 1, 3, 1]"
+    assert case.program.entry == "main" and case.program.call == "main()"
+    trace = interpreter.trace(case.program)
+    assert trace.return_value() == "[(4, 1), (4, 1), (4, 1), (4, 1), (2, 3), (2, 3)]"
+    assert len(load_suite("cruxeval").cases) == 800
+
+
+def test_directory_of_programs(tmp_path, interpreter):
+    (tmp_path / "b.py").write_text("def g(s):  # << START_OF_TRACE\n    return s[::-1]\n\ng('ab')\n")
+    (tmp_path / "a.py").write_text("def f(x):  # << START_OF_TRACE\n    return x * 2\n\nf(21)\n")
+    (tmp_path / "notes.txt").write_text("not a program")
+    suite = load_suite(str(tmp_path))
+    assert [c.id for c in suite.cases] == ["a", "b"]
+    assert interpreter.trace(suite.cases[0].program).return_value() == "42"
+    assert [c.id for c in load_suite(str(tmp_path), count=1).cases] == ["a"]
+
+
+def test_jsonl_of_programs_and_of_cruxeval_records(tmp_path, interpreter):
+    path = tmp_path / "programs.jsonl"
+    lines = [
+        {"id": "double", "program": "def f(x):\n    return x * 2\n", "call": "f(4)", "metadata": {"n": 1}},
+        {"id": "upper", "code": "def f(s):\n    return s.upper()", "input": "'ab'"},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    suite = load_suite(str(path))
+    assert suite.name == "programs"
+    double, upper = suite.cases
+    assert double.metadata == {"n": 1} and double.given == {}
+    assert upper.given == {"code": "def f(s):\n    return s.upper()", "input": "'ab'"}
+    assert interpreter.trace(double.program).return_value() == "8"
+    assert interpreter.trace(upper.program).return_value() == "'AB'"
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ('{"id": "x"}\n', "needs 'program'"),
+        ("not json\n", "not a JSON line"),
+        ('{"id": "x", "program": "def f(:\\n"}\n', "syntax error"),
+        ('{"id": "x", "code": "def f(): return 1", "input": ""}\n{"id": "x", "code": "def f(): return 1", "input": ""}\n', "appears twice"),
+        ("", "no programs"),
+    ],
+)
+def test_bad_jsonl_is_one_clear_error(tmp_path, content, message):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content)
+    with pytest.raises(SuiteError, match=message):
+        load_suite(str(path))
+
+
+def test_unknown_suite_names_the_choices(tmp_path):
+    with pytest.raises(SuiteError, match="cruxeval, s5, zoo"):
+        load_suite("humaneval")
+    with pytest.raises(SuiteError, match="no such file"):
+        load_suite(str(tmp_path / "missing.jsonl"))
+    with pytest.raises(SuiteError, match="no .py files"):
+        load_suite(str(tmp_path))

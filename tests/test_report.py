@@ -1,0 +1,174 @@
+"""The paper's tables from hand-made results whose answers are known."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from cwmtui.analysis.outcome import entry_outcome, same_value
+from cwmtui.analysis.report import aggregate
+from cwmtui.evaluation.record import condition_summary, result_record
+from cwmtui.evaluation.suite import Case
+from cwmtui.interpreter import program_from_source
+from cwmtui.trace import Event, Frame, Status, Trace, TraceStatus
+
+SOURCE = "def f(x):  # << START_OF_TRACE\n    y = x + 1\n    return y\n"
+PROGRAM = program_from_source(SOURCE, call="f(1)")
+
+
+def call(locals_):
+    return Frame(Event.CALL, "def f(x):\n", locals_, None, 1, 0, "f")
+
+
+def line(action, locals_, lineno):
+    return Frame(Event.LINE, action, locals_, None, lineno, 0, "f")
+
+
+def ret(value):
+    return Frame(Event.RETURN, "    return y\n", None, value, 3, 0, "f")
+
+
+def truth_trace(x=1, result="2", string=False):
+    y = result
+    frames = [
+        call({"x": str(x)}),
+        line("    y = x + 1\n", {"x": str(x)}, 2),
+        line("    return y\n", {"x": str(x), "y": y}, 3),
+        ret(y),
+    ]
+    return Trace(frames, TraceStatus(Status.COMPLETE))
+
+
+def divergence(step, kind, string_valued=False, regime="state error"):
+    return SimpleNamespace(first_divergence={
+        "step": step, "kind": kind, "regime": regime, "variables": ["y"],
+        "string_valued": string_valued, "explanation": "",
+    })
+
+
+def make(ident, truth, frames, status="ended", comparison=None, metadata=None, forced=None):
+    free = condition_summary(truth, frames, status, "", comparison)
+    case = Case(ident, PROGRAM, metadata or {})
+    teacher = condition_summary(truth, *forced) if forced else None
+    return result_record(case, "synthetic", truth, free, teacher_forced=teacher,
+                         tokens={"trace": 40, "processed": 60}, timings={"model_s": 0.5, "truth_s": 0.01})
+
+
+def exact(truth):
+    return list(truth.frames)
+
+
+def wrong_state(truth, value="3"):
+    frames = list(truth.frames)
+    frames[2] = line("    return y\n", {"x": "1", "y": value}, 3)
+    frames[3] = ret(value)
+    return frames
+
+
+def test_outcome_compares_values_as_python_literals():
+    assert same_value("(1, 2)", "(1,2)")
+    assert same_value("{'a': 1, 'b': 2}", "{'b': 2, 'a': 1}")
+    assert same_value("'abc'", '"abc"')
+    assert not same_value("'abc'", "'abd'")
+    assert not same_value("2", None)
+    assert same_value("<object>", "<object>")  # not literals: the texts must be identical
+    raised = [call({}), Frame(Event.EXCEPTION, "    1/0\n", None, "ZeroDivisionError", 2, 0, "f"), ret("None")]
+    assert entry_outcome(raised).kind == "exception"
+    assert entry_outcome(raised[:2]).kind == "none"
+
+
+def test_exact_trace_counts_everywhere():
+    truth = truth_trace()
+    record = make("a", truth, exact(truth))
+    assert record["output"]["correct"] and record["trace_exact"]
+    assert record["class"] == "agree" and record["step"] is None
+    assert record["frames"] == {"truth": 4, "model": 4, "format_errors": 0, "action_matches": 4, "state_matches": 4}
+
+
+def test_rates_over_a_mixed_batch():
+    truth = truth_trace()
+    records = [
+        make("exact", truth, exact(truth)),
+        # right actions, a wrong value from step 2 on: 2 of 4 states right, output wrong
+        make("state", truth, wrong_state(truth), comparison=divergence(2, "state")),
+        # the model stopped after two frames (token budget): output missing
+        make("budget", truth, exact(truth)[:2], status="budget", comparison=divergence(2, "budget", regime="token-budget exhaustion")),
+        # a correct output although one intermediate state was wrong
+        make("lucky", truth, [truth.frames[0], line("    y = x + 1\n", {"x": "7"}, 2), *truth.frames[2:]],
+             comparison=divergence(1, "state")),
+    ]
+    report = aggregate(records)
+    assert report["suite"] == "synthetic" and report["count"] == 4
+    assert report["output_accuracy"] == pytest.approx(2 / 4)
+    assert report["trace_exact"] == pytest.approx(1 / 4)
+    assert report["action_exact"] == pytest.approx((4 + 4 + 2 + 4) / 16)
+    assert report["state_exact"] == pytest.approx((4 + 2 + 2 + 3) / 16)
+    assert report["first_divergence_kinds"] == {"state": 2, "budget": 1}
+    assert report["regimes"] == {"state error": 2, "token-budget exhaustion": 1}
+    assert report["truncations"] == {"budget": 1, "frame_limit": 0, "max_frames": 0}
+    assert report["tokens"]["processed_total"] == 240
+    assert report["timings"]["model_s"] == pytest.approx(2.0)
+
+
+def test_format_errors_are_not_matches_and_not_valid_format():
+    truth = truth_trace()
+    broken = Frame(None, "", error="locals are not valid JSON", raw="<|line_sep|>{oops")
+    record = make("broken", truth, [truth.frames[0], broken], status="ended", comparison=divergence(1, "format"))
+    assert record["frames"]["format_errors"] == 1 and record["frames"]["state_matches"] == 1
+    assert aggregate([record])["valid_format"] == 0
+
+
+def test_string_valued_share_among_outputs_and_among_failures():
+    ints = truth_trace()
+    strings = truth_trace(result="'ab'")
+    records = [make(f"int{i}", ints, exact(ints)) for i in range(6)]
+    records += [make("int-wrong", ints, wrong_state(ints), comparison=divergence(2, "state"))]
+    records += [make(f"str{i}", strings, exact(strings)) for i in range(1)]
+    records += [make(f"str-wrong{i}", strings, wrong_state(strings, "'abc'"), comparison=divergence(2, "state", True)) for i in range(2)]
+    shares = aggregate(records)["string_valued"]
+    assert shares["outputs"] == pytest.approx(3 / 10)  # 3 string outputs in 10
+    assert shares["failures"] == pytest.approx(2 / 3)  # 2 of the 3 failures
+    assert shares["accuracy_string"] == pytest.approx(1 / 3)
+    assert shares["accuracy_other"] == pytest.approx(6 / 7)
+    assert records[-1]["string_valued"] is True and records[-1]["step"] == 2 and records[-1]["class"] == "state"
+
+
+def test_s5_accuracy_by_n_free_running_and_teacher_forced():
+    truth = truth_trace()
+    records = []
+    for n, free_right, forced_right in ((8, 2, 2), (16, 1, 2), (32, 0, 1)):
+        for i in range(2):
+            frames = exact(truth) if i < free_right else wrong_state(truth)
+            forced = (exact(truth) if i < forced_right else wrong_state(truth), "ended", "")
+            records.append(make(f"n{n}-{i}", truth, frames, metadata={"n": n}, forced=forced,
+                                comparison=None if i < free_right else divergence(2, "state")))
+    report = aggregate(records)
+    by_n = report["by_n"]
+    assert list(by_n) == [8, 16, 32]
+    assert [by_n[n]["output_accuracy"] for n in by_n] == [1.0, 0.5, 0.0]
+    assert [by_n[n]["teacher_forced"]["output_accuracy"] for n in by_n] == [1.0, 1.0, 0.5]
+    assert report["teacher_forced"]["output_accuracy"] == pytest.approx(5 / 6)
+    assert "by_depth" not in report
+
+
+def test_zoo_depth_breakdown_with_the_p_to_the_d_baseline():
+    truth = truth_trace()
+    records = []
+    # String: depth 1 right 3 of 4 (p = 0.75); depth 2 right 2 of 4. List: depth 1 all right.
+    plan = {("String", 1): 3, ("String", 2): 2, ("List", 1): 4, ("List", 2): 4}
+    for (kind, depth), right in plan.items():
+        for i in range(4):
+            form = "nested" if i % 2 == 0 else "flattened"
+            frames = exact(truth) if i < right else wrong_state(truth)
+            records.append(make(f"{kind}{depth}-{i}", truth, frames,
+                                metadata={"type": kind, "depth": depth, "form": form},
+                                comparison=None if i < right else divergence(2, "state")))
+    report = aggregate(records)
+    strings = report["by_type"]["String"]
+    assert strings[1]["output_accuracy"] == 0.75 and strings[1]["baseline"] == 0.75
+    assert strings[2]["output_accuracy"] == 0.5 and strings[2]["baseline"] == pytest.approx(0.5625)
+    assert report["by_type"]["List"][2]["baseline"] == 1.0
+    assert report["by_depth"][2]["output_accuracy"] == pytest.approx(6 / 8)
+    assert report["by_depth"][2]["baseline"] == pytest.approx((0.5625 + 1.0) / 2)
+    # nested: i = 0, 2 ; flattened: i = 1, 3 -> String depth 1 misses i = 3 (flattened)
+    assert report["by_form"]["nested"][1]["output_accuracy"] == 1.0
+    assert report["by_form"]["flattened"][1]["output_accuracy"] == 0.75
