@@ -185,8 +185,7 @@ class TraceParser:
         self._compressor.advance(event, resolved)
         top = self._stack[-1] if self._stack else None
         if event is Event.CALL:
-            lineno = self.map.locate(action, None, None, call=True, same=False)
-            scope = self.map.scope_at_call(lineno, action, list(shown or {}))
+            lineno, scope = self.map.enter(action, list(shown or {}))
             state = _ScopeState(scope, self.map.function_name(scope, action), lineno)
             depth = len(self._stack)
             self._stack.append(state)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from .tokens import strip_marker
 
+# CO_GENERATOR | CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR
+_RESUMABLE = 0x20 | 0x80 | 0x100 | 0x200
 _DEF_NAME = re.compile(r"^\s*(?:async\s+)?def\s+([A-Za-z_]\w*)|^\s*class\s+([A-Za-z_]\w*)")
 
 
@@ -22,7 +24,12 @@ class Scope:
     name: str
     firstlineno: int
     lines: frozenset[int]
-    varnames: tuple[str, ...]
+    varnames: tuple[str, ...]  # every local name: co_varnames, then cell and free variables
+    generator: bool = False  # a generator (or coroutine): it is resumed by a CALL mid-body
+
+    def fits(self, names) -> bool:
+        """Could a frame of this code object show exactly these local names?"""
+        return all(n in self.varnames for n in names)
 
 
 class SourceMap:
@@ -43,8 +50,10 @@ class SourceMap:
         for const in code.co_consts:
             if isinstance(const, types.CodeType):
                 lines = frozenset(n for _, _, n in const.co_lines() if n is not None)
+                names = const.co_varnames + const.co_cellvars + const.co_freevars
+                resumable = bool(const.co_flags & _RESUMABLE)
                 self.scopes.append(
-                    Scope(const.co_name, const.co_firstlineno, lines, const.co_varnames)
+                    Scope(const.co_name, const.co_firstlineno, lines, names, resumable)
                 )
                 self._collect(const)
 
@@ -57,18 +66,26 @@ class SourceMap:
     def candidates(self, action: str) -> list[int]:
         return self._by_text.get(_key(action), [])
 
-    def scope_at_call(self, lineno: int | None, action: str, names: list[str]) -> Scope | None:
-        """The code object a CALL frame at ``lineno`` enters (by first line, then by locals)."""
-        if lineno is None:
-            return None
-        found = [s for s in self.scopes if s.firstlineno == lineno]
-        if len(found) > 1:
-            # A lambda and a comprehension on one line: prefer the one whose names fit.
-            fitting = [s for s in found if all(n in s.varnames for n in names)]
-            found = fitting or found
-        if found:
-            return found[0]
-        return None
+    def enter(self, action: str, names) -> tuple[int | None, Scope | None]:
+        """The line and code object of a CALL frame whose action is ``action``.
+
+        A call starts at a code object's first line (its ``def``, first decorator, or the line
+        holding a lambda or comprehension); a generator's resumption is a CALL at the line it
+        was suspended on. Among several candidates the one whose local names fit wins.
+        """
+        candidates = self.candidates(action)
+        if not candidates:
+            return None, None
+        starts = [(n, s) for n in candidates for s in self.scopes if s.firstlineno == n]
+        resumes = [(n, s) for n in candidates for s in self.scopes if s.generator and n in s.lines]
+        for pool in (starts, resumes):
+            for lineno, scope in pool:
+                if scope.fits(names):
+                    return lineno, scope
+        for pool in (starts, resumes):
+            if pool:
+                return pool[0]
+        return candidates[0], None
 
     def function_name(self, scope: Scope | None, action: str) -> str:
         if scope is not None:
