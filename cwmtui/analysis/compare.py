@@ -1,0 +1,567 @@
+"""Compare the interpreter's trace (the truth) with a model's rollout, step by step.
+
+Step ``k`` pairs the truth's frame ``k`` with the model's frame ``k`` for as long as both follow
+the same path (same event, same source line). The first step that differs is the *first
+divergence*, classified in the failure regimes of "Debugging code world models" (arXiv
+2602.07672): action hallucination (the model took another line), state error (right line,
+wrong locals), string-valued state (the first wrong variable holds a string), token-budget
+exhaustion, plus format errors, early ends and runaway generations. After the paths part, the
+rest of the two timelines is aligned (longest common runs of (event, line) pairs) so both can be
+shown side by side and steps where the model is back on the real path are compared again.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from ..trace import Event, Frame, Status, Trace
+from ..trace.tokens import strip_marker
+from .values import exception_matches, literal_equal, shorten, type_name
+
+
+class StepKind(str, enum.Enum):
+    MATCH = "match"
+    STATE = "state"  # same step, different locals
+    ACTION = "action"  # a different source line (or a step only one path takes)
+    EVENT = "event"  # a different event (line / call / return / exception)
+    VALUE = "value"  # a different return or exception value
+    FORMAT = "format"  # the model's frame does not follow the CWM format
+    MISSING = "missing"  # the model's trace ended before the truth's (EOS or budget)
+    EXTRA = "extra"  # the model's trace goes on after the truth ended
+    PENDING = "pending"  # the rollout is still running: not generated yet
+    UNCHECKED = "unchecked"  # past the end of a partial truth (a limit stopped the interpreter)
+
+    @property
+    def is_divergence(self) -> bool:
+        return self not in (StepKind.MATCH, StepKind.PENDING, StepKind.UNCHECKED)
+
+
+#: The rollout states compare() understands (the names of model.rollout.RolloutStatus).
+_STATUS_ALIASES = {
+    "running": "RUNNING",
+    "ended": "ENDED",
+    "eos": "ENDED",
+    "stop": "ENDED",
+    "complete": "ENDED",
+    "budget": "BUDGET",
+    "budget exhausted": "BUDGET",
+    "length": "BUDGET",
+    "frame_limit": "FRAME_LIMIT",
+    "frame limit": "FRAME_LIMIT",
+    "max_frames": "MAX_FRAMES",
+    "too long": "MAX_FRAMES",
+    "cancelled": "CANCELLED",
+}
+
+
+def status_name(status) -> str:
+    """``RUNNING``, ``ENDED``, ``BUDGET``, ``FRAME_LIMIT``, ``MAX_FRAMES`` or ``CANCELLED``."""
+    if status is None:
+        return "ENDED"
+    name = getattr(status, "name", None)
+    if isinstance(name, str) and name.upper() in set(_STATUS_ALIASES.values()):
+        return name.upper()
+    text = str(getattr(status, "value", status)).strip().lower()
+    if text.upper() in set(_STATUS_ALIASES.values()):
+        return text.upper()
+    return _STATUS_ALIASES.get(text, "ENDED")
+
+
+@dataclass
+class VariableDiff:
+    name: str
+    expected: str | None  # None: the model has a name the truth does not
+    predicted: str | None  # None: the model left out a name the truth has
+    type_name: str  # the type of the expected value (of the predicted one for extra names)
+    literal_equal: bool  # same Python literal, different text (e.g. set order)
+
+    @property
+    def missing(self) -> bool:
+        return self.predicted is None
+
+    @property
+    def extra(self) -> bool:
+        return self.expected is None
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "expected": self.expected,
+            "predicted": self.predicted,
+            "type": self.type_name,
+            "literal_equal": self.literal_equal,
+        }
+
+
+@dataclass
+class StepComparison:
+    """One row of the side-by-side view: a truth frame, a model frame, or both."""
+
+    step: int  # row number; equals both frame indexes up to the first divergence
+    truth: Frame | None
+    model: Frame | None
+    kind: StepKind
+    variables: list[VariableDiff] = field(default_factory=list)
+    changed: set[str] = field(default_factory=set)  # names the truth changed at this step
+    truth_index: int | None = None
+    model_index: int | None = None
+    model_changed: set[str] = field(default_factory=set)  # names the model changed
+    order_differs: bool = False  # same locals, listed in another order (still a match)
+    note: str = ""
+
+    def to_json(self) -> dict:
+        data = {
+            "step": self.step,
+            "truth_step": self.truth_index,
+            "model_step": self.model_index,
+            "kind": self.kind.value,
+            "truth": _frame_json(self.truth),
+            "model": _frame_json(self.model),
+            "variables": [v.to_json() for v in self.variables],
+            "changed": sorted(self.changed),
+        }
+        if self.order_differs:
+            data["order_differs"] = True
+        if self.note:
+            data["note"] = self.note
+        return data
+
+
+def _frame_json(frame: Frame | None) -> dict | None:
+    if frame is None:
+        return None
+    data = {
+        "event": frame.event.value if frame.event else None,
+        "action": frame.action,
+        "lineno": frame.lineno,
+    }
+    if frame.locals is not None:
+        data["locals"] = frame.locals
+    if frame.arg is not None:
+        data["arg"] = frame.arg
+    if frame.error is not None:
+        data["error"] = frame.error
+        data["raw"] = frame.raw
+    return data
+
+
+REGIMES = {
+    "action": "action hallucination",
+    "event": "action hallucination",
+    "state": "state error",
+    "value": "state error",
+    "string": "string-valued state",
+    "budget": "token-budget exhaustion",
+    "truncated": "early end of trace",
+    "extra": "runaway generation",
+    "format": "format error",
+}
+
+
+@dataclass
+class Divergence:
+    step: int
+    kind: str  # format | event | action | state | value | budget | truncated | extra
+    variables: list[str]
+    string_valued: bool
+    regime: str
+    explanation: str
+    truth_index: int | None = None
+    model_index: int | None = None
+    lineno: int | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "step": self.step,
+            "kind": self.kind,
+            "variables": self.variables,
+            "string_valued": self.string_valued,
+            "regime": self.regime,
+            "line": self.lineno,
+            "explanation": self.explanation,
+        }
+
+
+@dataclass
+class Comparison:
+    steps: list[StepComparison]
+    first_divergence: Divergence | None
+    alignment: list[tuple[int | None, int | None]]
+    verdict: str  # "agree" | "diverge" | "pending" (a running or cancelled rollout, no divergence yet)
+    status: str = "ENDED"  # the rollout's status name
+    agreed_steps: int = 0  # steps that matched before the first divergence
+
+    @property
+    def agrees(self) -> bool:
+        return self.verdict == "agree"
+
+    def row_of_model(self, index: int) -> int | None:
+        """The row that shows the model's frame ``index``."""
+        for row in self.steps:
+            if row.model_index == index:
+                return row.step
+        return None
+
+    def metrics(self) -> dict:
+        """Table 9 style scores over the rows where both sides have a frame."""
+        paired = [r for r in self.steps if r.truth is not None and r.model is not None]
+        states = [r for r in paired if r.truth.event in (Event.CALL, Event.LINE) and r.kind in (StepKind.MATCH, StepKind.STATE)]
+        truth_rows = [r for r in self.steps if r.truth is not None]
+        actions = [r for r in paired if r.kind not in (StepKind.ACTION, StepKind.EVENT, StepKind.FORMAT)]
+        return {
+            "state_exact_match": _ratio(sum(r.kind is StepKind.MATCH for r in states), len(states)),
+            "action_exact_match": _ratio(len(actions), len(truth_rows)),
+            "valid_format": not any(r.kind is StepKind.FORMAT for r in self.steps),
+        }
+
+    def to_json(self) -> dict:
+        return {
+            "verdict": self.verdict,
+            "first_divergence": self.first_divergence.to_json() if self.first_divergence else None,
+            "agreed_steps": self.agreed_steps,
+            "status": self.status.lower(),
+            "steps": [s.to_json() for s in self.steps],
+        }
+
+
+def _ratio(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+# -- the comparison ---------------------------------------------------------------------------
+
+
+def action_key(frame: Frame | None):
+    """What must agree for two frames to be the same step: the event and the source line."""
+    if frame is None or frame.event is None or frame.error is not None:
+        return object()  # never equal to anything
+    return (frame.event, strip_marker(frame.action))
+
+
+def changed_names(frames: Sequence[Frame]) -> list[set[str]]:
+    """For each frame, the names whose value differs from the scope's previous frame."""
+    stack: list[dict[str, str]] = []
+    result: list[set[str]] = []
+    for frame in frames:
+        changed: set[str] = set()
+        if frame.event is Event.CALL:
+            stack.append(dict(frame.locals or {}))
+        elif frame.event is Event.LINE and frame.locals is not None:
+            previous = stack[-1] if stack else {}
+            changed = {k for k, v in frame.locals.items() if previous.get(k) != v}
+            if stack:
+                stack[-1] = dict(frame.locals)
+            else:
+                stack.append(dict(frame.locals))
+        elif frame.event is Event.RETURN and stack:
+            stack.pop()
+        result.append(changed)
+    return result
+
+
+def _compare_pair(truth: Frame, model: Frame) -> tuple[StepKind, list[VariableDiff], bool, str]:
+    """Two frames on the same step (same event and line): their state or value."""
+    if truth.event in (Event.CALL, Event.LINE):
+        expected = truth.locals or {}
+        predicted = model.locals or {}
+        diffs: list[VariableDiff] = []
+        for name, value in expected.items():
+            other = predicted.get(name)
+            if other != value:
+                diffs.append(VariableDiff(name, value, other, type_name(value), literal_equal(value, other)))
+        for name, value in predicted.items():
+            if name not in expected:
+                diffs.append(VariableDiff(name, None, value, type_name(value), False))
+        if diffs:
+            return StepKind.STATE, diffs, False, ""
+        order = list(expected) != list(predicted)
+        return StepKind.MATCH, [], order, "same locals in another order" if order else ""
+    expected_arg, predicted_arg = truth.arg, model.arg
+    if expected_arg == predicted_arg:
+        return StepKind.MATCH, [], False, ""
+    if truth.event is Event.EXCEPTION:
+        if exception_matches(expected_arg, predicted_arg):
+            return StepKind.MATCH, [], False, "exception accepted: the type names agree (spec §4.6)"
+        return StepKind.VALUE, [VariableDiff("raise", expected_arg, predicted_arg, "exception", False)], False, ""
+    diff = VariableDiff("return", expected_arg, predicted_arg, type_name(expected_arg), literal_equal(expected_arg, predicted_arg))
+    return StepKind.VALUE, [diff], False, ""
+
+
+def _path_kind(truth: Frame, model: Frame) -> StepKind:
+    if model.event is None or model.error is not None:
+        return StepKind.FORMAT
+    if truth.event is not model.event:
+        return StepKind.EVENT
+    return StepKind.ACTION
+
+
+def _rest_alignment(truth_keys: list, model_keys: list, start: int) -> list[tuple[int | None, int | None]]:
+    """Rows for the two paths from ``start`` on, re-synchronised where (event, line) runs match."""
+    a, b = truth_keys[start:], model_keys[start:]
+    rows: list[tuple[int | None, int | None]] = []
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=len(a) * len(b) > 4_000_000)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            rows += [(start + i1 + n, start + j1 + n) for n in range(i2 - i1)]
+            continue
+        paired = min(i2 - i1, j2 - j1) if tag == "replace" else 0
+        rows += [(start + i1 + n, start + j1 + n) for n in range(paired)]
+        rows += [(start + i, None) for i in range(i1 + paired, i2)]
+        rows += [(None, start + j) for j in range(j1 + paired, j2)]
+    return rows
+
+
+def compare(truth: Trace, frames: Sequence[Frame], status=None) -> Comparison:
+    """Compare the truth with a model's frames; ``status`` is the rollout's (RolloutStatus or name)."""
+    status = status_name(status)
+    if status == "BUDGET" and frames and frames[-1].is_error:
+        frames = frames[:-1]  # the frame the budget cut off in the middle: not a format error
+    truth_frames = truth.frames
+    truth_partial = truth.status.kind in (Status.LIMIT, Status.DIED)
+    truth_keys = [action_key(f) for f in truth_frames]
+    model_keys = [action_key(f) for f in frames]
+    n_truth, n_model = len(truth_frames), len(frames)
+    common = 0
+    limit = min(n_truth, n_model)
+    while common < limit and truth_keys[common] == model_keys[common]:
+        common += 1
+    alignment: list[tuple[int | None, int | None]] = [(i, i) for i in range(common)]
+    alignment += _rest_alignment(truth_keys, model_keys, common)
+
+    truth_changed = changed_names(truth_frames)
+    model_changed = changed_names(frames)
+    last_model_row = max((r for r, (_, m) in enumerate(alignment) if m is not None), default=-1)
+    last_truth_row = max((r for r, (t, _) in enumerate(alignment) if t is not None), default=-1)
+
+    steps: list[StepComparison] = []
+    for row, (ti, mi) in enumerate(alignment):
+        t = truth_frames[ti] if ti is not None else None
+        m = frames[mi] if mi is not None else None
+        variables: list[VariableDiff] = []
+        order = False
+        note = ""
+        if t is not None and m is not None:
+            if truth_keys[ti] == model_keys[mi]:
+                kind, variables, order, note = _compare_pair(t, m)
+            else:
+                kind = _path_kind(t, m)
+        elif t is not None:
+            if row > last_model_row:
+                kind = StepKind.PENDING if status == "RUNNING" else StepKind.MISSING
+            else:
+                kind, note = StepKind.ACTION, "the model's path skips this step"
+        else:
+            if row > last_truth_row:
+                kind = StepKind.UNCHECKED if truth_partial else StepKind.EXTRA
+            elif m.event is None or m.error is not None:
+                kind = StepKind.FORMAT
+            else:
+                kind, note = StepKind.ACTION, "a step only the model's path takes"
+        steps.append(
+            StepComparison(
+                step=row,
+                truth=t,
+                model=m,
+                kind=kind,
+                variables=variables,
+                changed=truth_changed[ti] if ti is not None else set(),
+                truth_index=ti,
+                model_index=mi,
+                model_changed=model_changed[mi] if mi is not None else set(),
+                order_differs=order,
+                note=note,
+            )
+        )
+
+    divergence = _first_divergence(steps, truth_frames, frames, common, status, truth_partial)
+    if divergence is not None:
+        verdict = "diverge"
+        agreed = divergence.step
+    else:
+        verdict = "pending" if status in ("RUNNING", "CANCELLED") and n_model < n_truth else "agree"
+        agreed = sum(1 for s in steps if s.kind is StepKind.MATCH)
+    return Comparison(steps, divergence, alignment, verdict, status, agreed)
+
+
+def _first_divergence(steps, truth_frames, frames, common, status, truth_partial) -> Divergence | None:
+    for row in steps[:common]:
+        if row.kind.is_divergence:
+            return _state_divergence(row, steps)
+    n_truth, n_model = len(truth_frames), len(frames)
+    if common >= max(n_truth, n_model):
+        return None
+    step = common
+    if common < n_truth and common < n_model:
+        truth, model = truth_frames[common], frames[common]
+        kind = _path_kind(truth, model).value
+        return _make(step, kind, [], False, _path_story(kind, truth, model, steps, common), truth, model)
+    if common < n_truth:  # the model's trace stopped here
+        truth = truth_frames[common]
+        if status == "RUNNING":
+            return None
+        if status == "BUDGET":
+            kind = "budget"
+        elif status == "FRAME_LIMIT":
+            kind = "format"
+        else:
+            kind = "truncated"
+        return _make(step, kind, [], False, _end_story(kind, status, truth, common, n_truth), truth, None)
+    if truth_partial:
+        return None
+    model = frames[common]
+    return _make(step, "extra", [], False, _extra_story(model, common, n_model), None, model)
+
+
+def _make(step, kind, variables, string_valued, explanation, truth, model) -> Divergence:
+    regime = REGIMES["string"] if string_valued else REGIMES[kind]
+    lineno = (truth.lineno if truth is not None else None) or (model.lineno if model is not None else None)
+    return Divergence(
+        step=step,
+        kind=kind,
+        variables=variables,
+        string_valued=string_valued,
+        regime=regime,
+        explanation=explanation,
+        truth_index=step if truth is not None else None,
+        model_index=step if model is not None else None,
+        lineno=lineno,
+    )
+
+
+# -- explanations -----------------------------------------------------------------------------
+
+
+def _a(noun: str) -> str:
+    return ("an " if noun[:1] in "aeiou" else "a ") + noun
+
+
+def _where(frame: Frame | None) -> str:
+    if frame is None:
+        return ""
+    line = f"line {frame.lineno}" if frame.lineno else "a line"
+    return f"{line} (`{frame.action.strip()}`)"
+
+
+def _agreed(step: int) -> str:
+    if step == 0:
+        return "The very first step already differs."
+    return f"The model agreed with the interpreter for {step} step{'s' if step != 1 else ''} before that."
+
+
+def _state_divergence(row: StepComparison, steps: list[StepComparison]) -> Divergence:
+    first = row.variables[0]
+    string_valued = first.type_name == "str"
+    names = [v.name for v in row.variables]
+    kind = "value" if row.kind is StepKind.VALUE else "state"
+    truth = row.truth
+    if kind == "value":
+        what = "exception" if truth.event is Event.EXCEPTION else "return value"
+        story = (
+            f"At step {row.step} the model followed the right path to {_where(truth)} but predicted the "
+            f"wrong {what}: {shorten(first.predicted)} instead of {shorten(first.expected)}"
+            f" ({_a(first.type_name)})."
+        )
+    elif first.missing:
+        story = (
+            f"At step {row.step}, before {_where(truth)} runs, the model's locals lack `{first.name}`, "
+            f"which holds {shorten(first.expected)} ({_a(first.type_name)})."
+        )
+    elif first.extra:
+        story = (
+            f"At step {row.step}, before {_where(truth)} runs, the model's locals have a `{first.name}` "
+            f"({shorten(first.predicted)}) that the real program does not have yet."
+        )
+    else:
+        story = (
+            f"At step {row.step}, before {_where(truth)} runs, the model thinks `{first.name}` is "
+            f"{shorten(first.predicted)} but it is {shorten(first.expected)} ({_a(first.type_name)})."
+        )
+    if len(names) > 1:
+        story += f" {len(names) - 1} more variable{'s' if len(names) > 2 else ''} differ ({', '.join(names[1:4])}{', …' if len(names) > 4 else ''})."
+    if first.literal_equal:
+        story += " The two spell the same Python value in different text (ordering or quoting), so the value is right but the text is not."
+    story += " " + _agreed(row.step)
+    story += " The model stayed on the right path, so this is a state error, not an action hallucination."
+    if string_valued:
+        story += (
+            " The wrong value is a string: string-valued state is where CWM fails most, because the tokenizer splits"
+            " strings into subword pieces and the model must rebuild them piece by piece (the token lens shows the pieces)."
+        )
+    later = [s for s in steps[row.step + 1 :] if s.kind in (StepKind.ACTION, StepKind.EVENT)]
+    if later:
+        story += f" The wrong state later sends the model down another path (step {later[0].step})."
+    return _make(row.step, kind, names, string_valued, story, row.truth, row.model)
+
+
+def _path_story(kind: str, truth: Frame, model: Frame, steps: list[StepComparison], common: int) -> str:
+    if kind == "format":
+        return (
+            f"At step {common} the model wrote a frame that does not follow the CWM trace format "
+            f"({model.error}); the interpreter's step was {_a(truth.event.value)} event at {_where(truth)}. "
+            + _agreed(common)
+            + " A format error ends what can be compared: the model's text no longer says which line runs next or what the locals are."
+        )
+    if kind == "event":
+        what = f"{_a(model.event.value)} event at {_where(model)}"
+        story = (
+            f"At step {common} the interpreter has {_a(truth.event.value)} event at {_where(truth)}, "
+            f"but the model predicted {what}. "
+        )
+    else:
+        story = (
+            f"At step {common} the interpreter runs {_where(truth)} next, but the model predicted "
+            f"{_where(model)}. "
+        )
+    story += _agreed(common)
+    story += (
+        " This is an action hallucination: the model lost track of the control flow, although the "
+        "state it carried up to here was right."
+    )
+    resync = next((s for s in steps[common + 1 :] if s.truth is not None and s.model is not None and s.kind in (StepKind.MATCH, StepKind.STATE)), None)
+    if resync is not None:
+        story += (
+            f" The two paths meet again at row {resync.step} (interpreter step {resync.truth_index}, "
+            f"model step {resync.model_index})."
+        )
+    else:
+        story += " The two paths do not meet again."
+    return story
+
+
+def _end_story(kind: str, status: str, truth: Frame, step: int, n_truth: int) -> str:
+    remaining = n_truth - step
+    if kind == "budget":
+        return (
+            f"The model used up its token budget after {step} steps, with {remaining} of the interpreter's "
+            f"{n_truth} steps still to go (the next would be {_where(truth)}). Every step it did write agreed with "
+            "the interpreter. This is token-budget exhaustion: a long trace (many loop iterations, long values) "
+            "runs out of tokens before it runs out of steps; a larger --token-budget lets it go on."
+        )
+    if kind == "format":
+        return (
+            f"After {step} agreeing steps the model's next frame ran past the per-frame token limit without "
+            f"closing, a format error; the interpreter's next step is {_where(truth)}."
+        )
+    if status == "CANCELLED":
+        return f"The rollout was cancelled after {step} steps; every step it wrote agreed with the interpreter."
+    if status == "MAX_FRAMES":
+        return (
+            f"The rollout stopped at its frame cap after {step} steps; the interpreter's trace has {n_truth}. "
+            "Every step it wrote agreed."
+        )
+    return (
+        f"The model ended the trace (end of text) after {step} steps, but the interpreter goes on for "
+        f"{remaining} more, starting with {_where(truth)}. Every step the model wrote agreed: it stopped too early."
+    )
+
+
+def _extra_story(model: Frame, step: int, n_model: int) -> str:
+    return (
+        f"The interpreter's trace ends after {step} steps (the entry function returned), but the model did not "
+        f"write end of text: it went on with {n_model - step} more frame{'s' if n_model - step != 1 else ''}, "
+        f"starting with {_a(model.event.value) + ' event' if model.event else 'a malformed frame'} at {_where(model)}. "
+        "Everything up to the end agreed; this is a runaway generation (the model's trace is too long)."
+    )

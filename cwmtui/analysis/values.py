@@ -1,0 +1,112 @@
+"""Reading rendered values (reprs) as data: their type, literal equality, exception names.
+
+Model output is never executed: ``ast.literal_eval`` reads only Python literals, and anything
+else falls back to the shape of the text.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+_MAX_LITERAL = 20_000  # longer reprs are not parsed (literal_eval is linear, but no need)
+_OBJECT = re.compile(r"^<(?:([\w.]+) object|class '([\w.]+)'|(function|built-in function|bound method|generator object|module)\b)")
+_CALL = re.compile(r"^([A-Za-z_][\w.]*)\(")
+_EXC_CLASS = re.compile(r"<class '([\w.]+)'>")
+_EXC_NAME = re.compile(r"^\s*\(?\s*([A-Za-z_][\w.]*)\s*(?:\(|:|,|\)|$)")
+
+_UNSET = object()
+
+
+def literal(text: str | None):
+    """The Python literal ``text`` spells, or a sentinel when it is not one."""
+    if text is None or len(text) > _MAX_LITERAL:
+        return _UNSET
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError, OverflowError):
+        return _UNSET
+
+
+def is_literal(value) -> bool:
+    return value is not _UNSET
+
+
+def type_name(text: str | None) -> str:
+    """The type of the value a repr shows: ``str``, ``int``, ``list``, ... (``object`` when unknown)."""
+    if text is None:
+        return ""
+    value = literal(text)
+    if value is not _UNSET:
+        return type(value).__name__
+    match = _OBJECT.match(text)
+    if match:
+        if match.group(1):
+            return match.group(1).rsplit(".", 1)[-1]
+        if match.group(2):
+            return "type"
+        return match.group(3).split()[-1] if match.group(3) != "generator object" else "generator"
+    match = _CALL.match(text)
+    if match:
+        return match.group(1).rsplit(".", 1)[-1]
+    return "object"
+
+
+def _same(a, b) -> bool:
+    """Equal as values and of the same types all the way down (``1`` is not ``1.0`` or ``True``)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - comparing odd literals must never fail the comparison
+        return False
+
+
+def literal_equal(expected: str | None, predicted: str | None) -> bool:
+    """The two reprs differ as text but spell the same Python literal (``{1, 2}`` / ``{2, 1}``)."""
+    if expected is None or predicted is None or expected == predicted:
+        return False
+    a, b = literal(expected), literal(predicted)
+    if a is _UNSET or b is _UNSET:
+        return False
+    return _same(a, b)
+
+
+def exception_type(arg: str | None) -> str | None:
+    """The exception class name in an exception frame's value, whatever its rendering.
+
+    The spec (§4.6) leaves the format open: a ``(type, value, traceback)`` tuple repr, the
+    value's repr (``ValueError('x')``), or the bare type name all give ``ValueError``.
+    """
+    if not arg:
+        return None
+    match = _EXC_CLASS.search(arg)
+    if match is None:
+        match = _EXC_NAME.match(arg)
+    if match is None:
+        return None
+    return match.group(1).rsplit(".", 1)[-1]
+
+
+def exception_matches(expected: str | None, predicted: str | None) -> bool:
+    """Lenient scoring of exception values: the exception type names agree."""
+    if expected == predicted:
+        return True
+    name = exception_type(expected)
+    if name is None or predicted is None:
+        return False
+    other = exception_type(predicted)
+    if other is not None:
+        return other == name
+    return re.search(r"\b" + re.escape(name) + r"\b", predicted) is not None
+
+
+def shorten(text: str | None, width: int = 60) -> str:
+    if text is None:
+        return "(absent)"
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= width else text[: width - 1] + "…"

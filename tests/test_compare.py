@@ -1,0 +1,262 @@
+"""Comparison of a rollout with the truth: every way a model can go wrong, classified.
+
+Truths come from the interpreter; model frames come from the truth's CWM text, perturbed the
+way a model errs, and parsed back (exactly what a replayed generation is).
+"""
+
+import pytest
+
+from cwmtui.analysis.compare import StepKind, compare
+from cwmtui.interpreter import load_program, program_from_source
+from cwmtui.trace import parse_trace, render_frames
+from cwmtui.trace.frame import Status, Trace, TraceStatus
+
+from .conftest import GOLDEN
+
+LOOP = """\
+def total(xs):  # << START_OF_TRACE
+    acc = 0
+    for x in xs:
+        acc += x
+    return acc
+
+total([4, 7, 10])
+"""
+
+RAISES = """\
+def f(a):  # << START_OF_TRACE
+    try:
+        a = 1 // a
+    except ZeroDivisionError:
+        a = -1
+    return a
+
+f(0)
+"""
+
+
+@pytest.fixture(scope="module")
+def strawberry(interpreter):
+    program = load_program(str(GOLDEN / "strawberry.py"), call="f('r')")
+    return program, interpreter.trace(program)
+
+
+@pytest.fixture(scope="module")
+def loop(interpreter):
+    program = program_from_source(LOOP, "loop.py")
+    return program, interpreter.trace(program)
+
+
+def model_frames(program, text):
+    return parse_trace(text, source=program.source).frames
+
+
+def perturbed(program, truth, old, new, count=1):
+    text = render_frames(truth.frames, end=True)
+    assert text.count(old) >= count, old
+    return model_frames(program, text.replace(old, new, count))
+
+
+def test_identical_trace_agrees(strawberry):
+    program, truth = strawberry
+    frames = model_frames(program, render_frames(truth.frames, end=True))
+    result = compare(truth, frames, "ended")
+    assert result.verdict == "agree"
+    assert result.first_divergence is None
+    assert all(step.kind is StepKind.MATCH for step in result.steps)
+    assert result.alignment == [(i, i) for i in range(len(truth.frames))]
+
+
+def test_one_wrong_character_in_a_string_is_string_valued_state(strawberry):
+    program, truth = strawberry
+    frames = perturbed(program, truth, '"word": "\'strawberry\'"}', '"word": "\'strawbery\'"}')
+    result = compare(truth, frames, "ended")
+    first = result.first_divergence
+    assert result.verdict == "diverge"
+    assert first.step == 2  # the state before `num = count_letters(word, c)`
+    assert first.kind == "state"
+    assert first.variables == ["word"]
+    assert first.string_valued
+    assert first.regime == "string-valued state"
+    row = result.steps[2]
+    assert row.kind is StepKind.STATE
+    (diff,) = row.variables
+    assert (diff.expected, diff.predicted, diff.type_name) == ("'strawberry'", "'strawbery'", "str")
+    assert not diff.literal_equal
+    assert "word" in first.explanation and "'strawbery'" in first.explanation
+    assert "string" in first.explanation
+    assert result.agreed_steps == 2
+
+
+def test_one_wrong_int_is_a_state_error(loop):
+    program, truth = loop
+    frames = perturbed(program, truth, '"acc": "4"', '"acc": "5"')
+    first = compare(truth, frames, "ended").first_divergence
+    assert (first.kind, first.variables, first.string_valued) == ("state", ["acc"], False)
+    assert first.regime == "state error"
+    assert "a state error, not an action hallucination" in first.explanation
+
+
+def test_wrong_next_line_is_an_action_hallucination_and_paths_resynchronise(strawberry):
+    program, truth = strawberry
+    # The loop's last test: the model steps into the body again instead of returning.
+    frames = perturbed(
+        program,
+        truth,
+        '<|action_sep|>    return n\n<|frame_sep|><|return_sep|>',
+        '<|action_sep|>        n += int(c == letter)\n<|frame_sep|><|return_sep|>',
+    )
+    result = compare(truth, frames, "ended")
+    first = result.first_divergence
+    assert (first.kind, first.regime) == ("action", "action hallucination")
+    assert first.step == 26 and first.lineno == 5
+    assert result.steps[26].kind is StepKind.ACTION
+    assert result.steps[27].kind is StepKind.MATCH  # back on the real path
+    assert "meet again" in first.explanation
+
+
+def test_missing_return_is_an_event_divergence_and_the_truth_row_stands_alone(strawberry):
+    program, truth = strawberry
+    frames = perturbed(program, truth, '<|return_sep|><|action_sep|>    return n\n<|arg_sep|>"3"<|frame_sep|>', "")
+    result = compare(truth, frames, "ended")
+    first = result.first_divergence
+    assert (first.kind, first.step, first.regime) == ("event", 27, "action hallucination")
+    row = result.steps[27]
+    assert (row.truth_index, row.model_index, row.kind) == (27, None, StepKind.ACTION)
+    # the caller's next line lines up again, one model step behind
+    assert (result.steps[28].truth_index, result.steps[28].model_index) == (28, 27)
+    assert result.steps[28].kind is StepKind.MATCH
+    assert result.alignment[27:29] == [(27, None), (28, 27)]
+
+
+def test_wrong_return_value(loop):
+    program, truth = loop
+    frames = perturbed(program, truth, '<|arg_sep|>"21"', '<|arg_sep|>"20"')
+    first = compare(truth, frames, "ended").first_divergence
+    assert (first.kind, first.variables, first.string_valued) == ("value", ["return"], False)
+
+
+def test_malformed_json_is_a_format_error(loop):
+    program, truth = loop
+    frames = perturbed(program, truth, '{"xs": "..", "acc": "0"}', '{"xs": "..", "acc": "0"')
+    result = compare(truth, frames, "ended")
+    first = result.first_divergence
+    assert (first.kind, first.regime, first.step) == ("format", "format error", 2)
+    assert result.steps[2].kind is StepKind.FORMAT
+    assert "not valid JSON" in first.explanation
+
+
+def test_end_of_text_too_early(loop):
+    program, truth = loop
+    text = render_frames(truth.frames[:5], end=True)
+    result = compare(truth, model_frames(program, text), "ended")
+    first = result.first_divergence
+    assert (first.kind, first.step, first.regime) == ("truncated", 5, "early end of trace")
+    assert [s.kind for s in result.steps[5:]] == [StepKind.MISSING] * (len(truth.frames) - 5)
+
+
+def test_budget_exhaustion(loop):
+    program, truth = loop
+    text = render_frames(truth.frames[:6])
+    text += '<|line_sep|>{"xs": "..", "ac'  # cut inside a frame: the budget ran out
+    frames = model_frames(program, text)
+    assert frames[-1].is_error and len(frames) == 7
+    for given in (frames, frames[:6]):  # with or without the frame the budget cut in half
+        result = compare(truth, given, "budget exhausted")
+        first = result.first_divergence
+        assert (first.kind, first.regime, first.step) == ("budget", "token-budget exhaustion", 6)
+        assert "budget" in first.explanation
+        assert result.steps[6].kind is StepKind.MISSING
+
+
+def test_runaway_generation_is_extra(loop):
+    program, truth = loop
+    text = render_frames(truth.frames + truth.frames[1:4], end=False)
+    result = compare(truth, model_frames(program, text), "max_frames")
+    first = result.first_divergence
+    assert (first.kind, first.regime, first.step) == ("extra", "runaway generation", len(truth.frames))
+    assert [s.kind for s in result.steps[len(truth.frames) :]] == [StepKind.EXTRA] * 3
+
+
+def test_start_of_trace_marker_in_the_entry_action_is_ignored(strawberry):
+    program, truth = strawberry
+    frames = perturbed(program, truth, "<|action_sep|>def f(c):\n", "<|action_sep|>def f(c): # << START_OF_TRACE\n")
+    frames[0].action = "def f(c):  # << START_OF_TRACE\n"  # as a backend might hand it over, unstripped
+    assert compare(truth, frames, "ended").verdict == "agree"
+
+
+def test_same_literal_in_other_text_is_still_a_state_difference_but_marked(interpreter):
+    program = program_from_source("def f():  # << START_OF_TRACE\n    s = {'b': 1, 'a': 2}\n    return s\n\nf()\n")
+    truth = interpreter.trace(program)
+    frames = perturbed(program, truth, "\"s\": \"{'b': 1, 'a': 2}\"", "\"s\": \"{'a': 2, 'b': 1}\"")
+    result = compare(truth, frames, "ended")
+    (diff,) = result.steps[2].variables
+    assert diff.literal_equal and diff.type_name == "dict"
+    assert "same Python value" in result.first_divergence.explanation
+
+
+def test_order_of_locals_alone_is_a_match_but_recorded(loop):
+    program, truth = loop
+    frames = perturbed(program, truth, '{"xs": "..", "acc": "0"}', '{"acc": "0", "xs": "[4, 7, 10]"}')
+    result = compare(truth, frames, "ended")
+    assert result.verdict == "agree"
+    assert result.steps[2].order_differs
+
+
+def test_missing_and_extra_names(loop):
+    program, truth = loop
+    frames = perturbed(program, truth, '{"xs": "..", "acc": "0"}', '{"xs": "..", "total": "0"}')
+    row = compare(truth, frames, "ended").steps[2]
+    missing, extra = row.variables
+    assert (missing.name, missing.predicted, missing.missing) == ("acc", None, True)
+    assert (extra.name, extra.expected, extra.extra) == ("total", None, True)
+
+
+def test_exception_values_score_by_type_name(interpreter):
+    program = program_from_source(RAISES, "raises.py")
+    truth = interpreter.trace(program)
+    text = render_frames(truth.frames, end=True)
+    arg = next(f.arg for f in truth.frames if f.arg and "ZeroDivisionError" in f.arg)
+    import json
+
+    lenient = text.replace(json.dumps(arg), json.dumps("ZeroDivisionError('integer division or modulo by zero')"))
+    assert compare(truth, model_frames(program, lenient), "ended").verdict == "agree"
+    wrong = text.replace(json.dumps(arg), json.dumps("ValueError()"))
+    first = compare(truth, model_frames(program, wrong), "ended").first_divergence
+    assert (first.kind, first.variables) == ("value", ["raise"])
+
+
+def test_a_running_rollout_is_pending_not_divergent(loop):
+    program, truth = loop
+    frames = model_frames(program, render_frames(truth.frames[:4]))
+    result = compare(truth, frames, "running")
+    assert result.verdict == "pending" and result.first_divergence is None
+    assert result.steps[-1].kind is StepKind.PENDING
+
+
+def test_steps_past_a_partial_truth_are_unchecked(loop):
+    program, truth = loop
+    partial = Trace(truth.frames[:5], TraceStatus(Status.LIMIT, "stopped", "frames"))
+    result = compare(partial, model_frames(program, render_frames(truth.frames, end=True)), "ended")
+    assert result.verdict == "agree"
+    assert result.steps[-1].kind is StepKind.UNCHECKED
+
+
+def test_changed_names_are_the_truths_new_values(loop):
+    program, truth = loop
+    frames = model_frames(program, render_frames(truth.frames, end=True))
+    steps = compare(truth, frames, "ended").steps
+    assert steps[2].changed == {"acc"}
+    assert steps[3].changed == {"x"}
+    assert steps[0].changed == set()
+
+
+def test_json_has_the_documented_shape(strawberry):
+    program, truth = strawberry
+    frames = perturbed(program, truth, '"word": "\'strawberry\'"}', '"word": "\'strawbery\'"}')
+    data = compare(truth, frames, "ended").to_json()
+    assert data["verdict"] == "diverge"
+    assert set(data["first_divergence"]) >= {"step", "kind", "variables", "string_valued"}
+    step = data["steps"][2]
+    assert step["kind"] == "state" and step["variables"][0]["type"] == "str"
+    assert step["truth"]["locals"]["word"] == "'strawberry'"
