@@ -172,3 +172,36 @@ def test_zoo_depth_breakdown_with_the_p_to_the_d_baseline():
     # nested: i = 0, 2 ; flattened: i = 1, 3 -> String depth 1 misses i = 3 (flattened)
     assert report["by_form"]["nested"][1]["output_accuracy"] == 1.0
     assert report["by_form"]["flattened"][1]["output_accuracy"] == 0.75
+
+
+def s5_records():
+    truth = truth_trace()
+    records = []
+    for n, right in ((8, 2), (16, 1), (32, 0)):
+        for i in range(2):
+            frames = exact(truth) if i < right else wrong_state(truth)
+            records.append(make(f"n{n}-{i}", truth, frames, metadata={"n": n}, forced=(exact(truth), "ended", ""),
+                                comparison=None if i < right else divergence(2, "state")))
+    return records
+
+
+def test_terminal_tables_show_the_rates_the_published_figures_and_a_chart():
+    from rich.console import Console
+
+    from cwmtui.evaluation.tables import report_renderables
+
+    console = Console(record=True, width=120)
+    console.print(report_renderables(aggregate(s5_records())))
+    text = console.export_text()
+    assert "output accuracy (final value right)" in text and "50.0%" in text  # 3 of 6 right
+    assert "S5: output accuracy vs N" in text
+    assert "80.0%" in text  # Meta CWM, free-running at N = 16
+    assert "S5 output accuracy vs N" in text and "● free-running" in text and "■ teacher-forced" in text
+
+
+def test_plot_is_a_png(tmp_path):
+    from cwmtui.evaluation.figures import save_figure
+
+    path = tmp_path / "s5.png"
+    save_figure(aggregate(s5_records()), str(path))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

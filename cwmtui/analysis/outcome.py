@@ -32,7 +32,7 @@ def literal(text: str):
         return NOT_LITERAL
     try:
         return ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError, OverflowError):
         return NOT_LITERAL
 
 

@@ -1,0 +1,104 @@
+"""The report's curves as a PNG (matplotlib, Agg backend): ``cwmtui eval --plot FILE.png``."""
+
+from __future__ import annotations
+
+from ..analysis.report import PUBLISHED
+
+
+def save_figure(report: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    panels = [_summary_panel]
+    if report.get("by_n"):
+        panels.append(_s5_panel)
+    if report.get("by_depth"):
+        panels += [_depth_panel, _type_panel]
+    figure, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
+    for panel, axis in zip(panels, axes[0]):
+        panel(axis, report)
+    title = f"{report['suite']}: {report['count']} programs"
+    if report.get("model"):
+        title += f" · {report['model']}"
+    figure.suptitle(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def _percent(values):
+    return [None if v is None else 100 * v for v in values]
+
+
+def _summary_panel(axis, report: dict) -> None:
+    keys = [("output_accuracy", "output"), ("trace_exact", "trace"), ("action_exact", "action"), ("state_exact", "state")]
+    xs = range(len(keys))
+    free = [100 * (report.get(k) or 0) for k, _ in keys]
+    forced = report.get("teacher_forced")
+    width = 0.38 if forced else 0.6
+    axis.bar([x - (width / 2 if forced else 0) for x in xs], free, width, label="free-running", color="tab:cyan")
+    if forced:
+        axis.bar([x + width / 2 for x in xs], [100 * (forced.get(k) or 0) for k, _ in keys], width, label="teacher-forced", color="tab:purple")
+    if report["suite"] == "cruxeval":
+        axis.axhline(100 * PUBLISHED["cruxeval"]["output_accuracy"], color="grey", linestyle=":", label="Meta CWM output (88%)")
+    axis.set_xticks(list(xs), [label for _, label in keys])
+    axis.set_ylim(0, 105)
+    axis.set_ylabel("%")
+    axis.set_title("exact match")
+    axis.legend(fontsize="small")
+
+
+def _s5_panel(axis, report: dict) -> None:
+    by_n = report["by_n"]
+    ns = [int(n) for n in by_n]
+    axis.plot(ns, _percent([c["output_accuracy"] for c in by_n.values()]), "o-", color="tab:cyan", label="free-running")
+    if any("teacher_forced" in c for c in by_n.values()):
+        forced = [c.get("teacher_forced", {}).get("output_accuracy") for c in by_n.values()]
+        axis.plot(ns, _percent(forced), "s-", color="tab:purple", label="teacher-forced")
+    for name, style, colour in (("free", "o:", "tab:cyan"), ("teacher_forced", "s:", "tab:purple")):
+        curve = PUBLISHED["s5"][name]
+        axis.plot(list(curve), _percent(list(curve.values())), style, color=colour, alpha=0.45,
+                  label=f"Meta CWM {name.replace('_', '-')} (published)")
+    axis.set_xscale("log", base=2)
+    axis.set_xticks(sorted(set(ns) | set(PUBLISHED["s5"]["free"])), [str(n) for n in sorted(set(ns) | set(PUBLISHED["s5"]["free"]))])
+    axis.set_ylim(-3, 105)
+    axis.set_xlabel("N (permutation steps)")
+    axis.set_ylabel("output accuracy %")
+    axis.set_title("S5 state tracking")
+    axis.legend(fontsize="small")
+
+
+def _depth_panel(axis, report: dict) -> None:
+    by_depth = report["by_depth"]
+    depths = [int(d) for d in by_depth]
+    axis.plot(depths, _percent([c["output_accuracy"] for c in by_depth.values()]), "o-", color="black", label="all types")
+    axis.plot(depths, _percent([c["baseline"] for c in by_depth.values()]), "--", color="grey", label="p^d baseline")
+    for form, cells in report.get("by_form", {}).items():
+        axis.plot([int(d) for d in cells], _percent([c["output_accuracy"] for c in cells.values()]), ".-", label=str(form))
+    reference = PUBLISHED["zoo"]["string_nested"]
+    axis.plot(list(reference), _percent(list(reference.values())), "o:", color="tab:orange", alpha=0.5,
+              label="Meta CWM string nested (published)")
+    axis.set_xticks(sorted(set(depths) | set(reference)))
+    axis.set_ylim(-3, 105)
+    axis.set_xlabel("composition depth")
+    axis.set_ylabel("output accuracy %")
+    axis.set_title("composition: nested vs flattened")
+    axis.legend(fontsize="small")
+
+
+def _type_panel(axis, report: dict) -> None:
+    colours = iter(["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "tab:grey"])
+    for kind, cells in report.get("by_type", {}).items():
+        colour = next(colours, "black")
+        depths = [int(d) for d in cells]
+        axis.plot(depths, _percent([c["output_accuracy"] for c in cells.values()]), "o-", color=colour, label=str(kind))
+        axis.plot(depths, _percent([c["baseline"] for c in cells.values()]), ":", color=colour, alpha=0.6)
+    all_depths = sorted({int(d) for cells in report.get("by_type", {}).values() for d in cells})
+    axis.set_xticks(all_depths)
+    axis.set_ylim(-3, 105)
+    axis.set_xlabel("composition depth")
+    axis.set_ylabel("output accuracy %")
+    axis.set_title("per type (dotted: p^d)")
+    axis.legend(fontsize="x-small", ncol=2)
