@@ -1,9 +1,8 @@
 """The paper's tables from hand-made results whose answers are known."""
 
-from types import SimpleNamespace
-
 import pytest
 
+from cwmtui.analysis.compare import compare
 from cwmtui.analysis.outcome import entry_outcome, same_value
 from cwmtui.analysis.report import aggregate
 from cwmtui.evaluation.record import condition_summary, result_record
@@ -38,17 +37,14 @@ def truth_trace(x=1, result="2", string=False):
     return Trace(frames, TraceStatus(Status.COMPLETE))
 
 
-def divergence(step, kind, string_valued=False, regime="state error"):
-    return SimpleNamespace(first_divergence={
-        "step": step, "kind": kind, "regime": regime, "variables": ["y"],
-        "string_valued": string_valued, "explanation": "",
-    })
-
-
 def make(ident, truth, frames, status="ended", comparison=None, metadata=None, forced=None):
-    free = condition_summary(truth, frames, status, "", comparison)
+    """A results record; the comparison is the real compare() unless one is given."""
+    free = condition_summary(truth, frames, status, "", comparison or compare(truth, frames, status))
     case = Case(ident, PROGRAM, metadata or {})
-    teacher = condition_summary(truth, *forced) if forced else None
+    teacher = None
+    if forced:
+        forced_frames, forced_status, text = forced
+        teacher = condition_summary(truth, forced_frames, forced_status, text, compare(truth, forced_frames, forced_status))
     return result_record(case, "synthetic", truth, free, teacher_forced=teacher,
                          tokens={"trace": 40, "processed": 60}, timings={"model_s": 0.5, "truth_s": 0.01})
 
@@ -89,12 +85,11 @@ def test_rates_over_a_mixed_batch():
     records = [
         make("exact", truth, exact(truth)),
         # right actions, a wrong value from step 2 on: 2 of 4 states right, output wrong
-        make("state", truth, wrong_state(truth), comparison=divergence(2, "state")),
+        make("state", truth, wrong_state(truth)),
         # the model stopped after two frames (token budget): output missing
-        make("budget", truth, exact(truth)[:2], status="budget", comparison=divergence(2, "budget", regime="token-budget exhaustion")),
+        make("budget", truth, exact(truth)[:2], status="budget"),
         # a correct output although one intermediate state was wrong
-        make("lucky", truth, [truth.frames[0], line("    y = x + 1\n", {"x": "7"}, 2), *truth.frames[2:]],
-             comparison=divergence(1, "state")),
+        make("lucky", truth, [truth.frames[0], line("    y = x + 1\n", {"x": "7"}, 2), *truth.frames[2:]]),
     ]
     report = aggregate(records)
     assert report["suite"] == "synthetic" and report["count"] == 4
@@ -112,7 +107,7 @@ def test_rates_over_a_mixed_batch():
 def test_format_errors_are_not_matches_and_not_valid_format():
     truth = truth_trace()
     broken = Frame(None, "", error="locals are not valid JSON", raw="<|line_sep|>{oops")
-    record = make("broken", truth, [truth.frames[0], broken], status="ended", comparison=divergence(1, "format"))
+    record = make("broken", truth, [truth.frames[0], broken], status="ended")
     assert record["frames"]["format_errors"] == 1 and record["frames"]["state_matches"] == 1
     assert aggregate([record])["valid_format"] == 0
 
@@ -121,9 +116,9 @@ def test_string_valued_share_among_outputs_and_among_failures():
     ints = truth_trace()
     strings = truth_trace(result="'ab'")
     records = [make(f"int{i}", ints, exact(ints)) for i in range(6)]
-    records += [make("int-wrong", ints, wrong_state(ints), comparison=divergence(2, "state"))]
+    records += [make("int-wrong", ints, wrong_state(ints))]
     records += [make(f"str{i}", strings, exact(strings)) for i in range(1)]
-    records += [make(f"str-wrong{i}", strings, wrong_state(strings, "'abc'"), comparison=divergence(2, "state", True)) for i in range(2)]
+    records += [make(f"str-wrong{i}", strings, wrong_state(strings, "'abc'")) for i in range(2)]
     shares = aggregate(records)["string_valued"]
     assert shares["outputs"] == pytest.approx(3 / 10)  # 3 string outputs in 10
     assert shares["failures"] == pytest.approx(2 / 3)  # 2 of the 3 failures
@@ -139,8 +134,7 @@ def test_s5_accuracy_by_n_free_running_and_teacher_forced():
         for i in range(2):
             frames = exact(truth) if i < free_right else wrong_state(truth)
             forced = (exact(truth) if i < forced_right else wrong_state(truth), "ended", "")
-            records.append(make(f"n{n}-{i}", truth, frames, metadata={"n": n}, forced=forced,
-                                comparison=None if i < free_right else divergence(2, "state")))
+            records.append(make(f"n{n}-{i}", truth, frames, metadata={"n": n}, forced=forced))
     report = aggregate(records)
     by_n = report["by_n"]
     assert list(by_n) == [8, 16, 32]
@@ -160,8 +154,7 @@ def test_zoo_depth_breakdown_with_the_p_to_the_d_baseline():
             form = "nested" if i % 2 == 0 else "flattened"
             frames = exact(truth) if i < right else wrong_state(truth)
             records.append(make(f"{kind}{depth}-{i}", truth, frames,
-                                metadata={"type": kind, "depth": depth, "form": form},
-                                comparison=None if i < right else divergence(2, "state")))
+                                metadata={"type": kind, "depth": depth, "form": form}))
     report = aggregate(records)
     strings = report["by_type"]["String"]
     assert strings[1]["output_accuracy"] == 0.75 and strings[1]["baseline"] == 0.75
@@ -180,8 +173,7 @@ def s5_records():
     for n, right in ((8, 2), (16, 1), (32, 0)):
         for i in range(2):
             frames = exact(truth) if i < right else wrong_state(truth)
-            records.append(make(f"n{n}-{i}", truth, frames, metadata={"n": n}, forced=(exact(truth), "ended", ""),
-                                comparison=None if i < right else divergence(2, "state")))
+            records.append(make(f"n{n}-{i}", truth, frames, metadata={"n": n}, forced=(exact(truth), "ended", "")))
     return records
 
 

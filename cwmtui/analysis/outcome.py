@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ..trace import Event, Frame
+from .values import exception_matches
 
 NOT_LITERAL = object()
 _LITERAL_LIMIT = 100_000  # characters; longer texts are compared as text
@@ -74,6 +75,6 @@ def entry_outcome(frames: Iterable[Frame]) -> Outcome:
 def outcomes_agree(truth: Outcome, model: Outcome) -> bool:
     if truth.kind == "none" or truth.kind != model.kind:
         return False
-    if truth.kind == "exception":
-        return truth.value == model.value
+    if truth.kind == "exception":  # scored leniently, as compare() does (spec §4.6)
+        return exception_matches(truth.value, model.value)
     return same_value(truth.value, model.value)

@@ -32,14 +32,7 @@ def condition_summary(truth: Trace, frames: list[Frame], status: str, text: str,
     """What one rollout (free-running or teacher-forced) did, against the truth."""
     truth_outcome = entry_outcome(truth.frames)
     model_outcome = entry_outcome(f for f in frames if not f.is_error)
-    actions = states = 0
-    for expected, predicted in zip(truth.frames, frames):
-        if predicted.is_error or predicted.event is None:
-            continue
-        if predicted.event is expected.event and predicted.action == expected.action:
-            actions += 1
-        if predicted.event is expected.event and predicted.locals == expected.locals and predicted.arg == expected.arg:
-            states += 1
+    actions, states = frame_matches(truth, frames, comparison)
     exact = (
         len(frames) == len(truth.frames)
         and status == "ended"
@@ -67,6 +60,30 @@ def condition_summary(truth: Trace, frames: list[Frame], status: str, text: str,
         "first_divergence": divergence,
         "class": divergence["kind"] if divergence else ("agree" if exact else "unclassified"),
     }
+
+
+def frame_matches(truth: Trace, frames: list[Frame], comparison=None) -> tuple[int, int]:
+    """How many truth frames the model got right: (action, state).
+
+    With a comparison, its rows count (after a divergence the two paths are re-aligned, so a
+    model back on the real path scores again); without one, frame k is paired with frame k.
+    Action: the model's frame has the truth's event and source line. State: also its locals
+    (or its return value / exception).
+    """
+    steps = getattr(comparison, "steps", None)
+    if steps is not None:
+        rows = [row for row in steps if row.truth is not None and row.model is not None]
+        kinds = [getattr(row.kind, "value", row.kind) for row in rows]
+        return sum(1 for k in kinds if k in ("match", "state", "value")), sum(1 for k in kinds if k == "match")
+    actions = states = 0
+    for expected, predicted in zip(truth.frames, frames):
+        if predicted.is_error or predicted.event is None:
+            continue
+        if predicted.event is expected.event and predicted.action == expected.action:
+            actions += 1
+            if predicted.locals == expected.locals and predicted.arg == expected.arg:
+                states += 1
+    return actions, states
 
 
 def result_record(
@@ -116,12 +133,16 @@ def _divergence_json(comparison) -> dict | None:
     divergence = getattr(comparison, "first_divergence", None) if comparison is not None else None
     if divergence is None:
         return None
-    data = asdict(divergence) if is_dataclass(divergence) else dict(divergence)
+    if hasattr(divergence, "to_json"):
+        data = divergence.to_json()
+    else:
+        data = asdict(divergence) if is_dataclass(divergence) else dict(divergence)
     kind = data.get("kind")
     data["kind"] = getattr(kind, "value", kind)
     data["variables"] = list(data.get("variables") or [])
     data["string_valued"] = bool(data.get("string_valued"))
-    return {key: data.get(key) for key in ("step", "kind", "regime", "variables", "string_valued", "explanation")}
+    keys = ("step", "kind", "regime", "variables", "string_valued", "line", "explanation")
+    return {key: data.get(key) for key in keys}
 
 
 def write_results(path: str | Path, records: Iterable[dict]) -> None:
