@@ -205,6 +205,10 @@ class Comparison:
                 return row.step
         return None
 
+    def divergence_at(self, row: int) -> "Divergence | None":
+        """The divergence at ``row`` (any row, not only the first), classified and explained."""
+        return divergence_at(self.steps, row, self.status)
+
     def metrics(self) -> dict:
         """Table 9 style scores over the rows where both sides have a frame."""
         paired = [r for r in self.steps if r.truth is not None and r.model is not None]
@@ -376,57 +380,61 @@ def compare(truth: Trace, frames: Sequence[Frame], status=None) -> Comparison:
             )
         )
 
-    divergence = _first_divergence(steps, truth_frames, frames, common, status, truth_partial)
-    if divergence is not None:
-        verdict = "diverge"
-        agreed = divergence.step
+    result = Comparison(steps, None, alignment, "agree", status, 0)
+    first = next((row for row in steps if row.kind.is_divergence), None)
+    if first is not None:
+        result.first_divergence = divergence_at(steps, first.step, status)
+        result.verdict = "diverge"
+        result.agreed_steps = first.step
     else:
-        verdict = "pending" if status in ("RUNNING", "CANCELLED") and n_model < n_truth else "agree"
-        agreed = sum(1 for s in steps if s.kind is StepKind.MATCH)
-    return Comparison(steps, divergence, alignment, verdict, status, agreed)
+        if status in ("RUNNING", "CANCELLED") and n_model < n_truth:
+            result.verdict = "pending"
+        result.agreed_steps = sum(1 for s in steps if s.kind is StepKind.MATCH)
+    return result
 
 
-def _first_divergence(steps, truth_frames, frames, common, status, truth_partial) -> Divergence | None:
-    for row in steps[:common]:
-        if row.kind.is_divergence:
-            return _state_divergence(row, steps)
-    n_truth, n_model = len(truth_frames), len(frames)
-    if common >= max(n_truth, n_model):
+def divergence_at(steps: list[StepComparison], row: int, status: str) -> Divergence | None:
+    """The divergence shown at ``row``, classified and explained (None for a matching row)."""
+    here = steps[row]
+    kind = here.kind
+    if not kind.is_divergence:
         return None
-    step = common
-    if common < n_truth and common < n_model:
-        truth, model = truth_frames[common], frames[common]
-        kind = _path_kind(truth, model).value
-        return _make(step, kind, [], False, _path_story(kind, truth, model, steps, common), truth, model)
-    if common < n_truth:  # the model's trace stopped here
-        truth = truth_frames[common]
-        if status == "RUNNING":
-            return None
-        if status == "BUDGET":
-            kind = "budget"
-        elif status == "FRAME_LIMIT":
-            kind = "format"
-        else:
-            kind = "truncated"
-        return _make(step, kind, [], False, _end_story(kind, status, truth, common, n_truth), truth, None)
-    if truth_partial:
-        return None
-    model = frames[common]
-    return _make(step, "extra", [], False, _extra_story(model, common, n_model), None, model)
+    if kind in (StepKind.STATE, StepKind.VALUE):
+        return _state_divergence(here, steps)
+    n_truth = sum(1 for s in steps if s.truth is not None)
+    n_model = sum(1 for s in steps if s.model is not None)
+    agreed = sum(1 for s in steps[:row] if s.kind is StepKind.MATCH)
+    if kind is StepKind.MISSING:
+        name = {"BUDGET": "budget", "FRAME_LIMIT": "format"}.get(status, "truncated")
+        done = sum(1 for s in steps[:row] if s.model is not None)
+        story = _end_story(name, status, here.truth, done, n_truth)
+        return _make(here, name, [], False, story, here.truth, None)
+    if kind is StepKind.EXTRA:
+        done = sum(1 for s in steps[:row] if s.truth is not None)
+        return _make(here, "extra", [], False, _extra_story(here.model, done, n_model), None, here.model)
+    # the paths part: compare the interpreter's next step with the model's next step
+    truth = here.truth or next((s.truth for s in steps[row:] if s.truth is not None), None)
+    model = here.model or next((s.model for s in steps[row:] if s.model is not None), None)
+    if truth is None or model is None:  # one path has nothing left: describe it as an end
+        if model is None:
+            return _make(here, "truncated", [], False, _end_story("truncated", status, truth, row, n_truth), truth, None)
+        return _make(here, "extra", [], False, _extra_story(model, row, n_model), None, model)
+    name = _path_kind(truth, model).value
+    return _make(here, name, [], False, _path_story(name, truth, model, steps, row, agreed), truth, model)
 
 
-def _make(step, kind, variables, string_valued, explanation, truth, model) -> Divergence:
+def _make(row: StepComparison, kind, variables, string_valued, explanation, truth, model) -> Divergence:
     regime = REGIMES["string"] if string_valued else REGIMES[kind]
     lineno = (truth.lineno if truth is not None else None) or (model.lineno if model is not None else None)
     return Divergence(
-        step=step,
+        step=row.step,
         kind=kind,
         variables=variables,
         string_valued=string_valued,
         regime=regime,
         explanation=explanation,
-        truth_index=step if truth is not None else None,
-        model_index=step if model is not None else None,
+        truth_index=row.truth_index,
+        model_index=row.model_index,
         lineno=lineno,
     )
 
@@ -445,9 +453,11 @@ def _where(frame: Frame | None) -> str:
     return f"{line} (`{frame.action.strip()}`)"
 
 
-def _agreed(step: int) -> str:
+def _agreed(step: int, matched: int | None = None) -> str:
     if step == 0:
         return "The very first step already differs."
+    if matched is not None and matched != step:
+        return f"{matched} of the {step} steps before it matched the interpreter."
     return f"The model agreed with the interpreter for {step} step{'s' if step != 1 else ''} before that."
 
 
@@ -483,7 +493,7 @@ def _state_divergence(row: StepComparison, steps: list[StepComparison]) -> Diver
         story += f" {len(names) - 1} more variable{'s' if len(names) > 2 else ''} differ ({', '.join(names[1:4])}{', …' if len(names) > 4 else ''})."
     if first.literal_equal:
         story += " The two spell the same Python value in different text (ordering or quoting), so the value is right but the text is not."
-    story += " " + _agreed(row.step)
+    story += " " + _agreed(row.step, sum(1 for s in steps[: row.step] if s.kind is StepKind.MATCH))
     story += " The model stayed on the right path, so this is a state error, not an action hallucination."
     if string_valued:
         story += (
@@ -493,15 +503,15 @@ def _state_divergence(row: StepComparison, steps: list[StepComparison]) -> Diver
     later = [s for s in steps[row.step + 1 :] if s.kind in (StepKind.ACTION, StepKind.EVENT)]
     if later:
         story += f" The wrong state later sends the model down another path (step {later[0].step})."
-    return _make(row.step, kind, names, string_valued, story, row.truth, row.model)
+    return _make(row, kind, names, string_valued, story, row.truth, row.model)
 
 
-def _path_story(kind: str, truth: Frame, model: Frame, steps: list[StepComparison], common: int) -> str:
+def _path_story(kind: str, truth: Frame, model: Frame, steps: list[StepComparison], common: int, matched: int) -> str:
     if kind == "format":
         return (
             f"At step {common} the model wrote a frame that does not follow the CWM trace format "
             f"({model.error}); the interpreter's step was {_a(truth.event.value)} event at {_where(truth)}. "
-            + _agreed(common)
+            + _agreed(common, matched)
             + " A format error ends what can be compared: the model's text no longer says which line runs next or what the locals are."
         )
     if kind == "event":
@@ -515,11 +525,9 @@ def _path_story(kind: str, truth: Frame, model: Frame, steps: list[StepCompariso
             f"At step {common} the interpreter runs {_where(truth)} next, but the model predicted "
             f"{_where(model)}. "
         )
-    story += _agreed(common)
-    story += (
-        " This is an action hallucination: the model lost track of the control flow, although the "
-        "state it carried up to here was right."
-    )
+    story += _agreed(common, matched)
+    story += " This is an action hallucination: the model lost track of the control flow"
+    story += ", although the state it carried up to here was right." if matched == common else "."
     resync = next((s for s in steps[common + 1 :] if s.truth is not None and s.model is not None and s.kind in (StepKind.MATCH, StepKind.STATE)), None)
     if resync is not None:
         story += (

@@ -1,0 +1,134 @@
+"""Recovery after an intervention, and the teacher-forced condition.
+
+An intervention at step ``k`` (the model's action replaced, or its locals edited) starts a
+branch. Recovery asks what the model does with the help: the first step ``j > k`` where the
+branch's full state matches the interpreter's again, for how many steps agreement then holds,
+and where the branch itself first goes wrong after the intervention.
+
+The teacher-forced condition of the paper forces every action from the truth, so the model only
+predicts states: what is left is pure state propagation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from ..trace import Frame
+from .compare import Comparison, Divergence, StepKind
+
+
+@dataclass
+class Recovery:
+    at_step: int  # the row of the intervention in the branch's comparison
+    recovered_at: int | None  # first row after it where the whole state matches the truth
+    held_for: int  # matching rows in a row from recovered_at on
+    first_divergence: Divergence | None  # the branch's first divergence after the intervention
+    held_to_end: bool = False  # agreement held to the end of the trace
+    matched_after: int = 0  # matching rows after the intervention, in all
+    rows_after: int = 0  # rows after the intervention
+
+    def describe(self) -> str:
+        if self.recovered_at is None:
+            if self.first_divergence is None:
+                return f"after the intervention at step {self.at_step} there is nothing left to compare"
+            return (
+                f"the state never matches the interpreter again after step {self.at_step}; "
+                f"next divergence at step {self.first_divergence.step} ({self.first_divergence.kind})"
+            )
+        text = f"recovered at step {self.recovered_at}, {self.recovered_at - self.at_step} after the intervention at step {self.at_step}"
+        if self.held_to_end:
+            return text + f", and agreed to the end ({self.held_for} steps)"
+        text += f"; agreement held for {self.held_for} step{'s' if self.held_for != 1 else ''}"
+        if self.first_divergence is not None:
+            text += f", then {self.first_divergence.regime} at step {self.first_divergence.step}"
+        return text
+
+    def to_json(self) -> dict:
+        return {
+            "at_step": self.at_step,
+            "recovered": self.recovered_at is not None,
+            "recovered_at": self.recovered_at,
+            "held_for": self.held_for,
+            "held_to_end": self.held_to_end,
+            "matched_after": self.matched_after,
+            "rows_after": self.rows_after,
+            "first_divergence": self.first_divergence.to_json() if self.first_divergence else None,
+            "summary": self.describe(),
+        }
+
+
+def recovery(comparison: Comparison, at_step: int) -> Recovery:
+    """Recovery of a branch whose intervention is at row ``at_step`` of ``comparison``."""
+    rows = comparison.steps
+    after = rows[at_step + 1 :]
+    recovered = next((r for r in after if r.kind is StepKind.MATCH and r.truth is not None and r.model is not None), None)
+    held = 0
+    divergence_row = None
+    if recovered is not None:
+        for row in rows[recovered.step :]:
+            if row.kind is not StepKind.MATCH:
+                break
+            held += 1
+        search = rows[recovered.step + held :]
+    else:
+        search = after
+    divergence_row = next((r for r in search if r.kind.is_divergence), None)
+    divergence = comparison.divergence_at(divergence_row.step) if divergence_row is not None else None
+    held_to_end = recovered is not None and divergence is None and not any(
+        r.kind is StepKind.PENDING for r in rows[recovered.step :]
+    )
+    return Recovery(
+        at_step=at_step,
+        recovered_at=recovered.step if recovered is not None else None,
+        held_for=held,
+        first_divergence=divergence,
+        held_to_end=held_to_end,
+        matched_after=sum(1 for r in after if r.kind is StepKind.MATCH),
+        rows_after=len(after),
+    )
+
+
+def teacher_force(
+    rollout,
+    truth: Sequence[Frame],
+    on_frame: Callable[[int, Frame], None] | None = None,
+    cancel=None,
+) -> list[int]:
+    """Run ``rollout`` with every action forced from ``truth``; returns the steps forced whole.
+
+    Each step the model writes the event and the state, and the real source line is forced as
+    its action. Where the model's event does not line up with the truth's (it wants to return
+    while the loop goes on, or writes end of text too early), the truth's whole frame is forced
+    instead, so the two stay step for step: what remains to compare is the state alone.
+    """
+    forced: list[int] = []
+    while len(rollout.frames) < len(truth):
+        if _cancelled(cancel):
+            break
+        index = len(rollout.frames)
+        expected = truth[index]
+        frame = rollout.step(force_action=expected.action)
+        if frame is None and _budget_spent(rollout):
+            break
+        if frame is None or frame.is_error or frame.event is not expected.event:
+            rollout.rewind(index)
+            rollout.force(expected, origin="forced")
+            forced.append(index)
+            frame = rollout.frames[index]
+        if on_frame is not None:
+            on_frame(index, frame)
+    return forced
+
+
+def _budget_spent(rollout) -> bool:
+    status = getattr(rollout, "status", None)
+    name = getattr(status, "name", str(status)).upper()
+    return name in ("BUDGET", "CANCELLED", "MAX_FRAMES")
+
+
+def _cancelled(cancel) -> bool:
+    if cancel is None:
+        return False
+    is_set = getattr(cancel, "is_set", None)
+    return bool(is_set()) if is_set is not None else bool(cancel())
