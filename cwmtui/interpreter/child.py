@@ -39,6 +39,10 @@ _PRELOAD = ("re", "collections", "itertools", "functools", "math", "string", "js
             "datetime", "textwrap", "typing", "dataclasses", "enum")
 
 _in_repr = False  # read by the watchdog thread
+_RECURSION_MESSAGE = (
+    "the program reached Python's recursion limit (RecursionError), where the tracer cannot "
+    "follow it; the trace stops there"
+)
 
 
 class _Stop(BaseException):
@@ -158,23 +162,37 @@ def run_job(job: dict, fd: int) -> None:
     filename = job["filename"]
     entry_name = job["entry"]
     entry_first = job["entry_firstlineno"]
-    bad_types: set = set()
+    bad_types: set = set()  # classes whose __repr__ ran too long: placeholders from then on
+    hung: dict = {}  # id -> value whose repr ran too long (kept alive, so its id stays its own)
     state = {"count": 0, "entry": None, "entry_exc": None}
 
     def placeholder(value, why: str) -> str:
         return f"<{type(value).__qualname__} object: repr {why}>"
 
+    def blame(exc: BaseException) -> None:
+        """Remember the class whose __repr__ was running when the watchdog cut it off."""
+        tb = exc.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_name == "__repr__" and "self" in tb.tb_frame.f_locals:
+                bad_types.add(type(tb.tb_frame.f_locals["self"]))
+            tb = tb.tb_next
+
+    def timed_out(value, exc: BaseException) -> str:
+        # this very value is remembered too: a list holding such an object hangs as well, but
+        # other lists must keep their reprs
+        blame(exc)
+        hung[id(value)] = value
+        return placeholder(value, "timed out")
+
     def safe_repr(value) -> str:
         global _in_repr
-        kind = type(value)
-        if kind in bad_types:
+        if type(value) in bad_types or (hung and hung.get(id(value), hung) is value):
             return placeholder(value, "timed out")
         _in_repr = True
         try:
             return repr(value)
-        except KeyboardInterrupt:
-            bad_types.add(kind)
-            return placeholder(value, "timed out")
+        except KeyboardInterrupt as exc:
+            return timed_out(value, exc)
         except BaseException as exc:  # noqa: BLE001 - any failure of user code
             return placeholder(value, f"raised {type(exc).__name__}")
         finally:
@@ -182,10 +200,12 @@ def run_job(job: dict, fd: int) -> None:
 
     def reprs(values) -> list:
         global _in_repr
-        if not bad_types:
+        if not bad_types and not hung:
             _in_repr = True
             try:
                 return [*map(repr, values)]
+            except KeyboardInterrupt as exc:  # a __repr__ hung: find its class, then go slowly
+                blame(exc)
             except BaseException:  # noqa: BLE001
                 pass
             finally:
@@ -226,7 +246,15 @@ def run_job(job: dict, fd: int) -> None:
                     state["entry_exc"] = arg[1]
         except MemoryError:
             recorder.end("limit", "memory", "out of memory while recording the trace")
+        except RecursionError:
+            too_deep()
         return local
+
+    def too_deep() -> None:
+        """The program is so deep in Python's recursion limit that the tracer cannot run: CPython
+        would switch it off and the rest of the run would go unrecorded, so end here."""
+        sys.setrecursionlimit(sys.getrecursionlimit() + 100)  # room to record the end
+        recorder.end("limit", "recursion", _RECURSION_MESSAGE)
 
     def start(frame, event, arg):
         code = frame.f_code
@@ -236,15 +264,20 @@ def run_job(job: dict, fd: int) -> None:
             state["entry"] = frame
         elif code.co_filename != filename:
             return None
-        tick()
-        loc = frame.f_locals
-        append((CALL, frame.f_lineno, code.co_name, (*loc,), reprs(loc.values())))
+        try:
+            tick()
+            loc = frame.f_locals
+            append((CALL, frame.f_lineno, code.co_name, (*loc,), reprs(loc.values())))
+        except RecursionError:
+            too_deep()
         return local
 
     budget = [limits["output"]]
     sys.stdout = Capture(recorder, 0, budget)
     sys.stderr = Capture(recorder, 1, budget)
     deadline = time.monotonic() + limits["seconds"]
+    # a hung __repr__ is cut after this long; a fraction of a short time limit, so it still fits
+    repr_seconds = min(_REPR_SECONDS, max(0.1, limits["seconds"] / 4))
 
     def watchdog() -> None:
         seen = -1
@@ -258,7 +291,7 @@ def run_job(job: dict, fd: int) -> None:
             count = state["count"]
             if _in_repr and count == seen:
                 stuck_since = stuck_since or now
-                if now - stuck_since > _REPR_SECONDS:
+                if now - stuck_since > repr_seconds:
                     stuck_since = None
                     _thread.interrupt_main()
             else:
@@ -273,6 +306,13 @@ def run_job(job: dict, fd: int) -> None:
 
     os.register_at_fork(after_in_child=after_fork)
     real_exit = os._exit
+
+    def program_exit(status: int) -> None:  # the program's os._exit: keep what was recorded
+        sys.settrace(None)
+        recorder.flush()
+        real_exit(status)
+
+    os._exit = program_exit
 
     module = types.ModuleType("__main__")
     module.__file__ = filename
@@ -301,11 +341,14 @@ def run_job(job: dict, fd: int) -> None:
         sys.settrace(None)
         if state["entry"] is None:
             recorder.end("error", None, f"the program raised {_describe_exception(exc)} before calling the entry")
+        if isinstance(exc, RecursionError):  # it hit the limit where the tracer could not run
+            recorder.end("limit", "recursion", _RECURSION_MESSAGE)
         recorder.end("raised", None, _describe_exception(exc))
     sys.settrace(None)
     if state["entry"] is None:
         recorder.end("not_called", None, "")
-    recorder.end("complete")
+    # The entry's return ends the run at once, so the tracer was switched off inside it.
+    recorder.end("died", None, "tracing stopped before the entry returned (did the program call sys.settrace?)")
     real_exit(0)
 
 
