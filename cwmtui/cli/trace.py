@@ -47,7 +47,8 @@ def run(args) -> int:
     if args.format == "cwm":
         whole = trace.status.kind in (Status.COMPLETE, Status.RAISED)
         out.write(render_trace(program.source, trace.frames, end=whole))
-        out.write("\n")
+        if out.isatty():  # piped, the text is exactly the document (it parses back as is)
+            out.write("\n")
     elif args.format == "json":
         for step, frame in enumerate(trace.frames):
             out.write(json.dumps({
