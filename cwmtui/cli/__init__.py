@@ -8,6 +8,7 @@ from importlib import import_module
 #: verb -> module under cwmtui.cli that defines ``build_parser()`` and ``run(args)``
 VERBS = {
     "trace": "trace",
+    "train": "train",
 }
 
 USAGE = """usage: cwmtui PROGRAM [options]      open the trace debugger on PROGRAM
@@ -15,6 +16,7 @@ USAGE = """usage: cwmtui PROGRAM [options]      open the trace debugger on PROGR
 
 verbs:
   trace     print the real interpreter's trace of a program (CWM text, JSON or a table)
+  train     train the bundled byte-level CWM (checkpoints, --resume, --export)
 
 Run 'cwmtui VERB --help' for a verb's options."""
 

@@ -1,0 +1,80 @@
+"""``cwmtui train``: train the bundled byte-level CWM on traces of generated programs."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from . import UsageError
+from .options import Parser
+
+BUNDLED = os.path.join(os.path.dirname(os.path.dirname(__file__)), "model", "bundled")
+
+
+def build_parser() -> Parser:
+    from ..training.model import SIZES
+
+    parser = Parser(prog="cwmtui train", description=(
+        "Train the bundled byte-level CWM on traces of generated programs (fresh data every step). "
+        "Checkpoints go to --out; --resume continues a run; --export writes a Hugging Face directory."))
+    parser.add_argument("--out", metavar="DIR", help="checkpoint directory (default: runs/train, or the --resume directory)")
+    parser.add_argument("--minutes", type=float, metavar="M", help="stop cleanly after M minutes and save")
+    parser.add_argument("--steps", type=int, metavar="N", help="stop after step N (counted over all runs)")
+    parser.add_argument("--resume", metavar="DIR", help="continue from the checkpoint in DIR")
+    parser.add_argument("--size", choices=sorted(SIZES), default="small", help="model shape (default small)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--batch-tokens", type=int, default=16384, metavar="N", help="tokens per optimizer step")
+    parser.add_argument("--micro-tokens", type=int, metavar="N", help="tokens per forward pass (default: --batch-tokens)")
+    parser.add_argument("--lr", type=float, default=2e-3, help="peak learning rate")
+    parser.add_argument("--min-lr", type=float, default=2e-4)
+    parser.add_argument("--decay-tokens", type=float, metavar="N", help="cosine-decay the learning rate to --min-lr over N tokens seen (default: constant)")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads on CPU")
+    parser.add_argument("--checkpoint-minutes", type=float, default=5.0, metavar="M")
+    parser.add_argument("--export", metavar="DIR", help="export the checkpoint (--resume DIR or --out) as a Hugging Face model directory and exit ('bundled': the package's model)")
+    parser.add_argument("--card", action="store_true", help="measure the model in --export DIR (default bundled) and write its MODEL_CARD.md")
+    return parser
+
+
+def run(args) -> int:
+    from ..training.loop import TrainOptions, export_checkpoint, train
+
+    if args.export and args.export == "bundled":
+        args.export = BUNDLED
+    if args.card:
+        from ..training.card import write_card
+
+        target = args.export or BUNDLED
+        if args.resume or args.out:
+            info = export_checkpoint(args.resume or args.out, target)
+            print(f"exported step {info['step']} ({info['tokens'] / 1e6:.1f}M tokens) to {target}")
+        write_card(target)
+        return 0
+    if args.export:
+        source = args.resume or args.out
+        if not source:
+            raise UsageError("--export needs the checkpoint: --resume DIR (or --out DIR)")
+        try:
+            info = export_checkpoint(source, args.export)
+        except FileNotFoundError as exc:
+            raise UsageError(str(exc)) from None
+        print(f"exported step {info['step']} ({info['tokens'] / 1e6:.1f}M tokens, {info['parameters'] / 1e6:.2f}M parameters) to {args.export}")
+        return 0
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UsageError("--device cuda: no CUDA device here")
+    if args.resume and not os.path.exists(os.path.join(args.resume, "checkpoint.pt")):
+        raise UsageError(f"{args.resume}: no checkpoint.pt to resume from")
+    if args.minutes is not None and args.minutes <= 0:
+        raise UsageError("--minutes must be positive")
+    opts = TrainOptions(
+        out=args.out or args.resume or os.path.join("runs", "train"),
+        size=args.size, device=args.device, seed=args.seed, minutes=args.minutes, steps=args.steps,
+        batch_tokens=args.batch_tokens, micro_tokens=args.micro_tokens or args.batch_tokens,
+        lr=args.lr, min_lr=args.min_lr, decay_tokens=int(args.decay_tokens) if args.decay_tokens else None,
+        checkpoint_minutes=args.checkpoint_minutes, threads=args.threads, resume=args.resume,
+    )
+    train(opts)
+    return 0

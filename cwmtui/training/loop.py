@@ -1,0 +1,227 @@
+"""The training loop: bf16 autocast on CPU (or CUDA), checkpoints, resume, progress."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+
+from .data import BatchStream, Curriculum
+from .model import build_model, export
+
+CHECKPOINT = "checkpoint.pt"
+
+
+@dataclass
+class TrainOptions:
+    out: str = "runs/train"
+    size: str = "small"
+    device: str = "cpu"
+    seed: int = 0
+    minutes: float | None = None
+    steps: int | None = None
+    batch_tokens: int = 16384
+    micro_tokens: int = 16384
+    lr: float = 2e-3
+    min_lr: float = 2e-4
+    warmup: int = 100
+    decay_tokens: int | None = None  # cosine decay to min_lr over this many tokens (None: constant)
+    weight_decay: float = 0.1
+    checkpoint_minutes: float = 5.0
+    threads: int = 2
+    resume: str | None = None
+    log_every: int = 10
+    extra: dict = field(default_factory=dict)
+
+
+def learning_rate(opts: TrainOptions, step: int, tokens: int) -> float:
+    if step < opts.warmup:
+        return opts.lr * (step + 1) / opts.warmup
+    if not opts.decay_tokens:
+        return opts.lr
+    frac = min(1.0, tokens / opts.decay_tokens)
+    return opts.min_lr + 0.5 * (opts.lr - opts.min_lr) * (1 + math.cos(math.pi * frac))
+
+
+def masked_loss(model, ids, mask):
+    """Mean cross-entropy over the targets where mask is 1 (mask[t]: predict token t from t-1)."""
+    import torch
+    import torch.nn.functional as F
+
+    hidden = model.model(input_ids=ids).last_hidden_state[:, :-1]
+    targets = ids[:, 1:]
+    keep = mask[:, 1:].bool()
+    logits = model.lm_head(hidden[keep])
+    return F.cross_entropy(logits.float(), targets[keep], reduction="sum"), int(keep.sum())
+
+
+def save_checkpoint(path: str, model, optimizer, state: dict, opts: TrainOptions) -> None:
+    import torch
+
+    os.makedirs(path, exist_ok=True)
+    payload = {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "state": state,
+        "options": asdict(opts),
+        "size": opts.size,
+        "rng": {"torch": torch.get_rng_state(), "python": random.getstate()},
+    }
+    tmp = os.path.join(path, CHECKPOINT + ".tmp")
+    torch.save(payload, tmp)
+    os.replace(tmp, os.path.join(path, CHECKPOINT))
+
+
+def load_checkpoint(path: str):
+    import torch
+
+    file = path if path.endswith(".pt") else os.path.join(path, CHECKPOINT)
+    if not os.path.exists(file):
+        raise FileNotFoundError(f"{path}: no checkpoint ({CHECKPOINT}) there")
+    return torch.load(file, map_location="cpu", weights_only=False)
+
+
+def model_from_checkpoint(path: str):
+    ckpt = load_checkpoint(path)
+    model = build_model(ckpt["size"])
+    model.load_state_dict(ckpt["model"])
+    return model, ckpt
+
+
+class Progress:
+    """A rich progress bar on a terminal; plain log lines otherwise (background runs)."""
+
+    def __init__(self, total_seconds: float | None) -> None:
+        self.tty = sys.stderr.isatty()
+        self.bar = None
+        if self.tty:
+            from rich.progress import BarColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
+
+            self.bar = RichProgress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.description}"),
+                                    TimeElapsedColumn(), transient=False)
+            self.task = self.bar.add_task("", total=total_seconds or None)
+            self.bar.start()
+
+    def update(self, elapsed: float, text: str, log: bool) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, completed=elapsed, description=text)
+        elif log:
+            print(text, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def train(opts: TrainOptions) -> dict:
+    import signal
+
+    import torch
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    torch.set_num_threads(opts.threads)
+    device = torch.device(opts.device)
+    state = {"step": 0, "tokens": 0, "loss_tokens": 0, "seconds": 0.0, "runs": 0}
+    if opts.resume:
+        ckpt = load_checkpoint(opts.resume)
+        opts.size = ckpt["size"]
+        model = build_model(opts.size, opts.seed)
+        model.load_state_dict(ckpt["model"])
+        state.update(ckpt["state"])
+        torch.set_rng_state(ckpt["rng"]["torch"])
+        random.setstate(ckpt["rng"]["python"])
+        opts.seed = ckpt["options"]["seed"]
+    else:
+        ckpt = None
+        model = build_model(opts.size, opts.seed)
+    model.to(device).train()
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": opts.weight_decay},
+                                   {"params": no_decay, "weight_decay": 0.0}], lr=opts.lr, betas=(0.9, 0.95), eps=1e-8)
+    if ckpt is not None:
+        optimizer.load_state_dict(ckpt["optimizer"])
+    state["runs"] += 1
+    params = sum(p.numel() for p in model.parameters())
+    os.makedirs(opts.out, exist_ok=True)
+    metrics = open(os.path.join(opts.out, "metrics.jsonl"), "a")
+    print(f"cwmtui train: {opts.size} model, {params / 1e6:.2f}M parameters, {opts.device}, seed {opts.seed}, "
+          f"from step {state['step']} ({state['tokens'] / 1e6:.1f}M tokens seen), out {opts.out}", flush=True)
+    stream = BatchStream(opts.seed, state["step"], opts.batch_tokens, opts.micro_tokens, Curriculum())
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16)
+    start = time.time()
+    last_ckpt = start
+    progress = Progress(opts.minutes * 60 if opts.minutes else None)
+    window: list[tuple[float, int, float]] = []
+    try:
+        while True:
+            elapsed = time.time() - start
+            if opts.minutes is not None and elapsed >= opts.minutes * 60:
+                break
+            if opts.steps is not None and state["step"] >= opts.steps:
+                break
+            batch = stream.get()
+            t0 = time.time()
+            lr = learning_rate(opts, state["step"], state["tokens"])
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            total_loss = 0.0
+            count = max(1, batch.loss_tokens)
+            for ids, mask in batch.rows:
+                ids_t = torch.tensor(ids, device=device)
+                mask_t = torch.tensor(mask, device=device)
+                with autocast:
+                    loss_sum, _ = masked_loss(model, ids_t, mask_t)
+                (loss_sum / count).backward()
+                total_loss += float(loss_sum.detach())
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            dt = time.time() - t0
+            state["step"] += 1
+            state["tokens"] += batch.tokens
+            state["loss_tokens"] += batch.loss_tokens
+            state["seconds"] += dt
+            loss = total_loss / count
+            window.append((dt, batch.tokens, loss))
+            window = window[-20:]
+            tps = sum(w[1] for w in window) / max(1e-9, sum(w[0] for w in window))
+            avg = sum(w[2] for w in window) / len(window)
+            metrics.write(json.dumps({"step": state["step"], "tokens": state["tokens"], "loss": round(loss, 5),
+                                      "lr": lr, "grad_norm": round(grad_norm, 4), "tok_s": round(batch.tokens / dt),
+                                      "time": round(state["seconds"], 1), "families": batch.families}) + "\n")
+            text = (f"step {state['step']} loss {avg:.4f} {tps:,.0f} tok/s "
+                    f"{state['tokens'] / 1e6:.2f}M tokens lr {lr:.2e}")
+            progress.update(time.time() - start, text, state["step"] % opts.log_every == 0)
+            if time.time() - last_ckpt >= opts.checkpoint_minutes * 60:
+                metrics.flush()
+                save_checkpoint(opts.out, model, optimizer, state, opts)
+                last_ckpt = time.time()
+    except KeyboardInterrupt:
+        print("cwmtui train: interrupted; saving a checkpoint", file=sys.stderr, flush=True)
+    finally:
+        progress.close()
+        stream.close()
+        metrics.close()
+    save_checkpoint(opts.out, model, optimizer, state, opts)
+    print(f"cwmtui train: stopped at step {state['step']}, {state['tokens'] / 1e6:.2f}M tokens, "
+          f"checkpoint in {opts.out}", flush=True)
+    return state
+
+
+def export_checkpoint(checkpoint: str, out_dir: str) -> dict:
+    model, ckpt = model_from_checkpoint(checkpoint)
+    state = ckpt["state"]
+    info = {"size": ckpt["size"], "step": state["step"], "tokens": state["tokens"],
+            "loss_tokens": state["loss_tokens"], "train_seconds": round(state["seconds"]),
+            "seed": ckpt["options"]["seed"], "parameters": sum(p.numel() for p in model.parameters())}
+    export(model, out_dir, info)
+    return info
