@@ -7,14 +7,18 @@ from importlib import import_module
 
 #: verb -> module under cwmtui.cli that defines ``build_parser()`` and ``run(args)``
 VERBS = {
+    "app": "app",
+    "open": "open",
     "trace": "trace",
     "train": "train",
 }
 
 USAGE = """usage: cwmtui PROGRAM [options]      open the trace debugger on PROGRAM
+       cwmtui --replay FILE.jsonl --id ID   open a recorded generation in the debugger
        cwmtui VERB [options]         run a headless verb
 
 verbs:
+  open      reopen a saved session (SESSION.json) in the debugger
   trace     print the real interpreter's trace of a program (CWM text, JSON or a table)
   train     train the bundled byte-level CWM (checkpoints, --resume, --export)
 

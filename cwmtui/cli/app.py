@@ -1,0 +1,61 @@
+"""``cwmtui PROGRAM`` (and ``cwmtui --replay FILE --id ID``): open the trace debugger."""
+
+from __future__ import annotations
+
+import os
+
+from . import UsageError
+from .options import Parser, add_limit_options, limits_from, program_from
+
+
+def build_parser() -> Parser:
+    from ..model import add_model_options
+
+    parser = Parser(prog="cwmtui", description="Open the trace debugger: the real interpreter and a code world model side by side.")
+    parser.add_argument("program", nargs="?", help="the Python file to trace (not with --replay: a replay record brings its program)")
+    parser.add_argument("--entry", metavar="NAME", help="the function to trace (default: the one marked '# << START_OF_TRACE')")
+    parser.add_argument("--call", metavar="EXPR", help="expression to evaluate after the module ran, e.g. \"f('r')\"")
+    add_model_options(parser)
+    add_ui_options(parser)
+    add_limit_options(parser)
+    return parser
+
+
+def add_ui_options(parser) -> None:
+    group = parser.add_argument_group("display")
+    group.add_argument("--theme", default="dark", metavar="NAME|PATH", help="dark (default), light, high-contrast, or a .tcss file")
+    group.add_argument("--layout", choices=("auto", "columns", "stacked"), default="auto", help="source pane in its own column, or below the timelines (default: by terminal width)")
+    group.add_argument("--export-dir", default=".", metavar="DIR", help="where x saves the session JSON and SVG (default: the current directory)")
+
+
+def run(args) -> int:
+    from ..model import ModelError, backend_from_args, bundled_problem, rollout_options_from_args
+    from ..ui.launch import LaunchError, check_model_directory, open_program
+
+    limits = limits_from(args)
+    options = rollout_options_from_args(args)
+    try:
+        if args.replay:
+            if args.program:
+                raise UsageError("--replay brings its own program: drop PROGRAM (or drop --replay)")
+            try:
+                backend = backend_from_args(args)
+            except ModelError as exc:
+                raise UsageError(str(exc)) from None
+            program = backend.program
+            return open_program(program, lambda progress: backend, options, limits, theme=args.theme,
+                                layout=args.layout, export_dir=args.export_dir,
+                                origin=f"replay {os.path.basename(args.replay)}#{backend.record.id}")
+        if not args.program:
+            raise UsageError("no program: cwmtui PROGRAM [options] (or --replay FILE.jsonl --id ID)")
+        program = program_from(args)
+        if args.model not in (None, "bundled"):
+            check_model_directory(args.model)
+        elif not args.server:
+            problem = bundled_problem()
+            if problem:
+                raise UsageError(f"the bundled model is not installed ({problem}); pass --model PATH, --server URL or --replay FILE")
+        return open_program(program, lambda progress: backend_from_args(args, progress), options, limits,
+                            theme=args.theme, layout=args.layout, export_dir=args.export_dir)
+    except LaunchError as exc:
+        raise UsageError(str(exc)) from None

@@ -1,0 +1,431 @@
+"""What the debugger shows, step by step: the view of a session the widgets read from.
+
+A :class:`SessionView` holds the program, the interpreter's trace (the truth) and one
+:class:`BranchView` per model rollout (the main one, then one per intervention). A branch view
+wraps the comparison of its frames with the truth (rows = the comparison's alignment, each with
+its status) and answers the questions navigation asks (next divergence, next call, search).
+Rows are drawn on demand, so a 100,000-step session stays instant.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Iterable
+
+from ..analysis.compare import Comparison, Divergence, StepComparison, StepKind, compare
+from ..interpreter import Program
+from ..trace import Event, Frame, OutputChunk, Trace
+
+#: After one of these at a row, the model is on another path through the program.
+PATH_KINDS = frozenset({StepKind.ACTION, StepKind.EVENT, StepKind.FORMAT})
+
+KIND_NAMES = {
+    StepKind.MATCH: "match",
+    StepKind.STATE: "state differs",
+    StepKind.ACTION: "action differs",
+    StepKind.EVENT: "event differs",
+    StepKind.VALUE: "value differs",
+    StepKind.FORMAT: "format error",
+    StepKind.MISSING: "model ended",
+    StepKind.EXTRA: "extra step",
+    StepKind.PENDING: "not written yet",
+    StepKind.UNCHECKED: "past the truth",
+}
+
+
+def decoding_text(options) -> str:
+    if options is None:
+        return "greedy"
+    temperature = getattr(options, "temperature", 0.0) or 0.0
+    if temperature == 0:
+        text = "greedy"
+    else:
+        text = f"T={temperature:g} top-p={getattr(options, 'top_p', 1.0):g} seed={getattr(options, 'seed', 0)}"
+    budget = getattr(options, "token_budget", None)
+    if budget:
+        text += f" · budget {budget:,}"
+    return text
+
+
+def describe_divergence(divergence: Divergence | None) -> str:
+    if divergence is None:
+        return "none"
+    text = f"step {divergence.step} · {divergence.regime or divergence.kind}"
+    if divergence.variables:
+        names = divergence.variables
+        text += ": " + ", ".join(names[:3]) + (f" +{len(names) - 3}" if len(names) > 3 else "")
+    return text
+
+
+@dataclass
+class VariableRow:
+    """One line of the state panel: a name (or the return value) on both sides."""
+
+    name: str
+    expected: str | None
+    predicted: str | None
+    changed: bool = False  # the value changed at this step in the truth
+    type_name: str = ""
+    literal_equal: bool = False
+    in_locals: bool = True  # a local (False: a return or exception value)
+
+    @property
+    def differs(self) -> bool:
+        return self.expected != self.predicted
+
+    @property
+    def status(self) -> str:
+        if self.expected == self.predicted:
+            return "="
+        if self.predicted is None:
+            return "miss"
+        if self.expected is None:
+            return "extra"
+        if self.literal_equal:
+            return "≈txt"
+        return "≠"
+
+    @property
+    def string_valued(self) -> bool:
+        value = self.expected
+        return (self.type_name == "str" or (bool(value) and value[:1] in "'\"")) and self.predicted is not None
+
+
+class BranchView:
+    """One rollout of the model, compared with the truth row by row."""
+
+    def __init__(
+        self,
+        name: str,
+        truth: Trace,
+        frames: Iterable[Frame] = (),
+        *,
+        status: str = "ended",
+        parent: str | None = None,
+        at_step: int | None = None,
+        intervention: str = "",
+        badge: str = "",
+        tokens_used: int = 0,
+        tokens_processed: int = 0,
+        running: bool = False,
+        comparison: Comparison | None = None,
+        source: object | None = None,
+    ) -> None:
+        self.name = name
+        self.truth = truth
+        self.frames: list[Frame] = list(frames)
+        self.status = status
+        self.parent = parent
+        self.at_step = at_step
+        self.intervention = intervention
+        self.badge = badge
+        self.tokens_used = tokens_used
+        self.tokens_processed = tokens_processed
+        self.running = running
+        self.source = source  # the engine's branch object, when there is one
+        self.waiting = ""  # what the model side says on rows not written yet (no model, loading)
+        self.placeholder = False  # stands in for the main rollout until it starts
+        self.version = 0  # bumped whenever rows change: widgets drop cached lines
+        self._calls: list[int] | None = None
+        self._dirty = False
+        self.comparison: Comparison
+        self._adopt(comparison if comparison is not None else self._compare())
+
+    # -- comparison -------------------------------------------------------------------------
+    def _compare(self) -> Comparison:
+        return compare(self.truth, self.frames, "running" if self.running else self.status)
+
+    def _adopt(self, comparison: Comparison) -> None:
+        self.comparison = comparison
+        self.steps: list[StepComparison] = comparison.steps
+        self._divergence_rows = [s.step for s in self.steps if s.kind.is_divergence]
+        first = comparison.first_divergence
+        self._path_break = None
+        for row in self._divergence_rows:
+            if first is not None and row < first.step:
+                continue
+            if self.steps[row].kind in PATH_KINDS:
+                self._path_break = row
+            break
+        self._calls = None
+        self.version += 1
+
+    def put(self, index: int, frame: Frame, tokens_used: int | None = None) -> None:
+        """Frame ``index`` arrived from a running rollout (a rewind may replace later ones).
+
+        The comparison is redone by :meth:`sync`, which the UI calls at most a few times a
+        second however fast frames stream in.
+        """
+        del self.frames[index:]
+        self.frames.append(frame)
+        self.tokens_used = tokens_used if tokens_used is not None else sum(f.tokens for f in self.frames)
+        self._dirty = True
+
+    def sync(self) -> bool:
+        """Compare again if frames arrived since the last time; True when rows changed."""
+        if not self._dirty:
+            return False
+        self._dirty = False
+        self._adopt(self._compare())
+        return True
+
+    def finish(self, status: str, frames: list[Frame] | None = None, tokens_used: int | None = None,
+               tokens_processed: int | None = None, comparison: Comparison | None = None,
+               badge: str | None = None, source: object | None = None) -> None:
+        self.running = False
+        self._dirty = False
+        self.status = status
+        if badge is not None:
+            self.badge = badge
+        if source is not None:
+            self.source = source
+        if frames is not None:
+            self.frames = list(frames)
+        if tokens_used is not None:
+            self.tokens_used = tokens_used
+        if tokens_processed is not None:
+            self.tokens_processed = tokens_processed
+        self._adopt(comparison if comparison is not None else self._compare())
+
+    # -- rows -------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def truth_at(self, row: int) -> Frame | None:
+        return self.steps[row].truth if 0 <= row < len(self.steps) else None
+
+    def model_at(self, row: int) -> Frame | None:
+        return self.steps[row].model if 0 <= row < len(self.steps) else None
+
+    def kind(self, row: int) -> StepKind:
+        if 0 <= row < len(self.steps):
+            return self.steps[row].kind
+        return StepKind.PENDING if self.running else StepKind.MISSING
+
+    def changed(self, row: int, side: str) -> set[str]:
+        if not 0 <= row < len(self.steps):
+            return set()
+        step = self.steps[row]
+        return step.changed if side == "truth" else step.model_changed
+
+    def off_path(self, row: int) -> bool:
+        """Is the model on another path through the program at this row?"""
+        first = self._path_break
+        return first is not None and row > first and self.steps[row].kind in PATH_KINDS | {StepKind.EXTRA}
+
+    @property
+    def first_divergence(self) -> Divergence | None:
+        return self.comparison.first_divergence
+
+    @property
+    def divergence_rows(self) -> list[int]:
+        return self._divergence_rows
+
+    def next_divergence(self, row: int) -> int | None:
+        rows = self._divergence_rows
+        i = bisect.bisect_right(rows, row)
+        return rows[i] if i < len(rows) else None
+
+    def previous_divergence(self, row: int) -> int | None:
+        rows = self._divergence_rows
+        i = bisect.bisect_left(rows, row)
+        return rows[i - 1] if i > 0 else None
+
+    def _call_rows(self) -> list[int]:
+        if self._calls is None:
+            rows = []
+            for step in self.steps:
+                frame = step.truth or step.model
+                if frame is not None and frame.event is Event.CALL:
+                    rows.append(step.step)
+            self._calls = rows
+        return self._calls
+
+    def next_call(self, row: int) -> int | None:
+        rows = self._call_rows()
+        i = bisect.bisect_right(rows, row)
+        return rows[i] if i < len(rows) else None
+
+    def previous_call(self, row: int) -> int | None:
+        rows = self._call_rows()
+        i = bisect.bisect_left(rows, row)
+        return rows[i - 1] if i > 0 else None
+
+    def search(self, text: str, start: int, backwards: bool = False) -> int | None:
+        """The next row after ``start`` (wrapping) where a variable's name or value contains ``text``."""
+        needle = text.lower()
+        n = len(self.steps)
+        if not n or not needle:
+            return None
+        for offset in range(1, n + 1):
+            row = (start - offset) % n if backwards else (start + offset) % n
+            step = self.steps[row]
+            for frame in (step.truth, step.model):
+                if frame is None:
+                    continue
+                if frame.locals:
+                    for key, value in frame.locals.items():
+                        if needle in key.lower() or needle in value.lower():
+                            return row
+                if frame.arg is not None and needle in frame.arg.lower():
+                    return row
+        return None
+
+    # -- state panel ------------------------------------------------------------------------
+    def variables(self, row: int) -> list[VariableRow]:
+        if not 0 <= row < len(self.steps):
+            return []
+        step = self.steps[row]
+        truth, model = step.truth, step.model
+        diffs = {v.name: v for v in step.variables}
+        expected = truth.locals if truth is not None else None
+        predicted = model.locals if model is not None else None
+        rows: list[VariableRow] = []
+        names = list(expected or {}) + [k for k in (predicted or {}) if k not in (expected or {})]
+        for name in names:
+            diff = diffs.get(name)
+            rows.append(VariableRow(
+                name,
+                expected.get(name) if expected is not None else None,
+                predicted.get(name) if predicted is not None else None,
+                name in step.changed,
+                diff.type_name if diff else "",
+                diff.literal_equal if diff else False,
+            ))
+        arg_frames = [f for f in (truth, model) if f is not None and f.event in (Event.RETURN, Event.EXCEPTION)]
+        if arg_frames:
+            label = "raise" if arg_frames[0].event is Event.EXCEPTION else "return"
+            diff = diffs.get(label)
+            rows.append(VariableRow(
+                f"({label})",
+                truth.arg if truth is not None and truth.arg is not None else None,
+                model.arg if model is not None and model.arg is not None else None,
+                False,
+                diff.type_name if diff else "",
+                diff.literal_equal if diff else False,
+                in_locals=False,
+            ))
+        return rows
+
+
+def badge_for(branch) -> str:
+    """The badge of an engine branch: how an intervention turned out."""
+    intervention = getattr(branch, "intervention", None) or {}
+    comparison = getattr(branch, "comparison", None)
+    if intervention.get("kind") == "teacher_force" and comparison is not None:
+        paired = [s for s in comparison.steps if s.truth is not None and s.model is not None]
+        right = sum(1 for s in paired if s.kind is StepKind.MATCH)
+        return f"teacher-forced: {right}/{len(paired)} steps right"
+    rec = getattr(branch, "recovery", None)
+    if rec is None:
+        return ""
+    if rec.recovered_at is not None:
+        return f"recovered at step {rec.recovered_at}"
+    return f"not recovered within {rec.rows_after} steps"
+
+
+def describe_intervention(intervention: dict | None) -> str:
+    if not intervention:
+        return ""
+    kind, step = intervention.get("kind", ""), intervention.get("step")
+    if kind == "teacher_force":
+        return "every action forced from the interpreter"
+    what = {"action": "action", "locals": "state", "action+locals": "action and state"}.get(kind, kind)
+    source = {"truth": "the real line", "line": "another line", "typed": "a typed line"}.get(
+        intervention.get("source", ""), "")
+    text = f"{what} overridden at step {step}"
+    return text + (f" with {source}" if source and "action" in kind else "")
+
+
+def branch_view(branch, truth: Trace) -> BranchView:
+    """The view of an engine branch (a session's ``Branch``)."""
+    tokens = getattr(branch, "tokens", None) or {}
+    return BranchView(
+        branch.name, truth, branch.frames,
+        status=branch.status, parent=branch.parent, at_step=branch.at_step,
+        intervention=describe_intervention(branch.intervention), badge=badge_for(branch),
+        tokens_used=int(tokens.get("trace", 0)), tokens_processed=int(tokens.get("processed", 0)),
+        comparison=branch.comparison, source=branch,
+    )
+
+
+@dataclass
+class SessionView:
+    """A whole debugging session as the UI shows it."""
+
+    program: Program
+    truth: Trace
+    branches: list[BranchView]
+    model_name: str = ""
+    model_description: str = ""
+    decoding: str = "greedy"
+    token_budget: int = 8192
+    frame_tokens: int = 512
+    can_generate: bool = False
+    origin: str = ""  # where the session came from: "live", "replay FILE#ID", "session FILE"
+    engine: object | None = None  # the DebugSession behind this view, when there is one
+
+    def __post_init__(self) -> None:
+        self._output_steps = [chunk.step for chunk in self.truth.output]
+
+    @classmethod
+    def from_session(cls, session, *, origin: str = "", waiting: str = "") -> "SessionView":
+        """The view of a :class:`~cwmtui.session.DebugSession` (its truth must be recorded).
+
+        A session without branches (no model, or one still loading) shows the truth beside a
+        placeholder whose rows say ``waiting``.
+        """
+        truth = session.truth
+        backend = session.backend
+        options = session.options
+        branches = [branch_view(b, truth) for b in session.branches]
+        if not branches:
+            placeholder = BranchView("main", truth, [], status="running", running=True)
+            placeholder.waiting = waiting or "(no model)"
+            placeholder.placeholder = True
+            branches = [placeholder]
+        view = cls(
+            session.program, truth, branches,
+            model_name=session.model_name, model_description=session.model_description,
+            decoding=decoding_text(options),
+            token_budget=getattr(options, "token_budget", 0) or 0,
+            frame_tokens=getattr(options, "frame_tokens", 0) or 0,
+            can_generate=backend is not None and bool(getattr(backend, "can_generate", False)),
+            origin=origin, engine=session,
+        )
+        return view
+
+    def lens(self, branch: BranchView, row: int, name: str):
+        """The engine's token lens of a differing value (None when it has no tokenizer)."""
+        session, source = self.engine, branch.source
+        if session is None or source is None or getattr(source, "comparison", None) is None:
+            return None
+        if len(source.frames) != len(branch.frames):
+            return None  # still streaming: the engine's comparison is behind the view
+        variable = {"(return)": "return", "(raise)": "raise"}.get(name, name)
+        try:
+            return session.lens(source, row, variable)
+        except Exception:  # noqa: BLE001 - a tokenizer failing must not take the panel down
+            return None
+
+    def branch(self, name: str) -> BranchView | None:
+        for branch in self.branches:
+            if branch.name == name:
+                return branch
+        return None
+
+    def output_until(self, truth_index: int) -> list[OutputChunk]:
+        """What the program had written by the truth's frame ``truth_index``."""
+        if len(self._output_steps) != len(self.truth.output):
+            self._output_steps = [chunk.step for chunk in self.truth.output]
+        end = bisect.bisect_right(self._output_steps, truth_index)
+        return self.truth.output[:end]
+
+    def new_branch_name(self, at_step: int, kind: str = "override") -> str:
+        base = f"{kind}@{at_step}"
+        name, n = base, 2
+        taken = {b.name for b in self.branches}
+        while name in taken:
+            name, n = f"{base}.{n}", n + 1
+        return name

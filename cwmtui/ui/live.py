@@ -1,0 +1,186 @@
+"""A live session: the engine's long work run in worker threads, reported to the app as messages.
+
+The worker records the truth, opens the world model, runs the main rollout, and later the
+overrides and the teacher-forced rollout the user asks for. It never touches a widget: it posts
+:mod:`messages <cwmtui.ui.app>` to the debugger screen, whose handlers own the state. Each job
+has a cancel event that ``esc`` sets.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+from ..interpreter import Limits, Program
+from ..trace import Frame, Status
+from .app import Activity, BranchFinished, BranchStarted, CwmApp, FramesArrived, SessionReady, WorkFailed
+from .branch_view import BranchView, SessionView, badge_for, describe_intervention
+
+#: open_model(progress) -> Backend; progress(stage, fraction or None)
+ModelOpener = Callable[[Callable[[str, "float | None"], None]], object]
+
+
+class LiveSession:
+    """Drives a :class:`~cwmtui.session.DebugSession` for the app (see the module docstring)."""
+
+    def __init__(self, program: Program, open_model: ModelOpener | None, options=None,
+                 limits: Limits | None = None, origin: str = "live") -> None:
+        self.program = program
+        self.open_model = open_model
+        self.options = options
+        self.limits = limits or Limits()
+        self.origin = origin
+        self.app: CwmApp | None = None
+        self.session = None  # the DebugSession, once the truth is recorded
+        self.view: SessionView | None = None
+        self._views: dict[int, BranchView] = {}  # id(engine branch) -> its view (worker side)
+        self._cancel: threading.Event | None = None
+
+    # -- plumbing -----------------------------------------------------------------------------
+    def start(self, app: CwmApp) -> None:
+        """The app's opener: called once the app is mounted."""
+        self.app = app
+        app.live = self
+        self._job(self._open, "open")
+
+    def _post(self, message) -> None:
+        app = self.app
+        if app is not None and app.is_running:
+            app.screen_stack[0].post_message(message)
+
+    def _job(self, work: Callable[[threading.Event], None], name: str) -> None:
+        cancel = threading.Event()
+        self._cancel = cancel
+        debugger = self.app.screen_stack[0]
+        debugger._work_cancel = cancel.set
+
+        def run() -> None:
+            try:
+                work(cancel)
+            except Exception as exc:  # noqa: BLE001 - a worker failing is shown, never a crash
+                self._post(WorkFailed(f"{name} failed", _one_line(exc), fatal=self.view is None))
+
+        self.app.run_worker(run, thread=True, exclusive=False, group="model", name=name)
+
+    def _on_frame(self, branch, index: int, frame: Frame) -> None:
+        """The engine's frame callback (worker thread): new branches are announced first."""
+        view = self._views.get(id(branch))
+        if view is None:
+            view = BranchView(
+                branch.name, self.session.truth, list(branch.frames[:index]),
+                status="running", parent=branch.parent, at_step=branch.at_step,
+                intervention=describe_intervention(branch.intervention), running=True, source=branch,
+            )
+            self._views[id(branch)] = view
+            self._post(BranchStarted(view))
+        rollout = getattr(branch, "rollout", None)
+        used = getattr(rollout, "tokens_used", None)
+        self._post(FramesArrived(view, index, frame, used))
+        total = len(self.session.truth.frames)
+        self._post(Activity(f"{branch.name}: model writing step {index} ({_bar(index, total)} of the "
+                            f"interpreter's {total}) · esc cancels"))
+
+    def _finished(self, branch) -> None:
+        view = self._views.get(id(branch))
+        if view is None:
+            view = BranchView(branch.name, self.session.truth, [], status="running", running=True, source=branch)
+            self._views[id(branch)] = view
+            self._post(BranchStarted(view))
+        tokens = getattr(branch, "tokens", None) or {}
+        self._post(BranchFinished(
+            view, branch.status, frames=list(branch.frames), tokens_used=int(tokens.get("trace", 0)),
+            tokens_processed=int(tokens.get("processed", 0)), comparison=branch.comparison,
+            badge=badge_for(branch), source=branch,
+        ))
+
+    # -- jobs ---------------------------------------------------------------------------------
+    def _open(self, cancel: threading.Event) -> None:
+        from ..session import DebugSession
+
+        self._post(Activity("recording the program under the interpreter…"))
+        session = DebugSession(self.program, None, self.options, self.limits)
+        truth = session.run_truth()
+        if truth.status.kind in (Status.NOT_CALLED, Status.ERROR) or not truth.frames:
+            message = truth.status.message or truth.status.describe()
+            if truth.status.kind is Status.NOT_CALLED:
+                message = (f"the entry {self.program.entry}() was never called; "
+                           f"pass --call \"{self.program.entry}(...)\" to call it")
+            self._post(WorkFailed("the program cannot be traced", f"{self.program.path}: {message}", fatal=True))
+            return
+        self.session = session
+        reason = ""
+        backend = None
+        if self.open_model is not None:
+            self._post(SessionReady(self._view(session, "loading the model…")))
+            self._post(Activity("loading the model…"))
+            try:
+                backend = self.open_model(self._progress)
+            except Exception as exc:  # noqa: BLE001 - ModelError and anything a loader raises
+                reason = _one_line(exc)
+                self._post(WorkFailed("no model", reason))
+        else:
+            reason = "no model was given"
+        if backend is None:
+            self.app.no_model_reason = reason
+            self._post(SessionReady(self._view(session, f"no model: {reason}")))
+            self._post(Activity(""))
+            return
+        session.backend = backend
+        session.model_name = getattr(backend, "name", "")
+        session.model_description = getattr(backend, "description", "")
+        self._post(SessionReady(self._view(session, "the model is starting…")))
+        if cancel.is_set():
+            return
+        self._post(Activity("model writing…"))
+        branch = session.run_main(on_frame=self._on_frame, cancel=cancel)
+        self._finished(branch)
+
+    def _view(self, session, waiting: str) -> SessionView:
+        view = SessionView.from_session(session, origin=self.origin, waiting=f"({waiting})" if waiting else "")
+        if waiting and not view.model_description:
+            view.model_description = waiting
+        self.view = view
+        return view
+
+    def _progress(self, stage: str, fraction: float | None) -> None:
+        text = f"loading the model: {stage}"
+        if fraction is not None:
+            text += f" {_bar(fraction * 100, 100)}"
+        self._post(Activity(text))
+
+    def override(self, branch: BranchView, step: int, *, action: str | None = None,
+                 locals_: dict | None = None, label: str = "") -> None:
+        source = branch.source
+        if self.session is None or source is None:
+            return
+
+        def work(cancel: threading.Event) -> None:
+            self._post(Activity(f"override at step {step} ({label}): model writing…"))
+            child = self.session.override(source, step, action=action, locals=locals_,
+                                          on_frame=self._on_frame, cancel=cancel)
+            self._finished(child)
+
+        self._job(work, "override")
+
+    def teacher_forced(self) -> None:
+        if self.session is None:
+            return
+
+        def work(cancel: threading.Event) -> None:
+            self._post(Activity("teacher-forced rollout: model writing…"))
+            branch = self.session.teacher_forced(on_frame=self._on_frame, cancel=cancel)
+            self._finished(branch)
+
+        self._job(work, "teacher-forced rollout")
+
+
+def _bar(done: float, total: float, width: int = 8) -> str:
+    if total <= 0:
+        return ""
+    filled = max(0, min(width, round(width * done / total)))
+    return "▮" * filled + "▯" * (width - filled)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

@@ -1,0 +1,44 @@
+"""The real program's output (stdout and stderr) up to the selected step."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from ..trace import OutputChunk
+
+
+class OutputPanel(Static, can_focus=False):
+    COMPONENT_CLASSES = {"output--stderr", "output--empty"}
+
+    DEFAULT_CSS = """
+    OutputPanel { overflow-y: auto; height: 1fr; padding: 0 1; background: $surface; }
+    OutputPanel > .output--stderr { color: $cwm-diverge; }
+    OutputPanel > .output--empty { color: $cwm-dim; text-style: italic; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self.chunks: list[OutputChunk] = []
+        self.total = 0
+
+    def show(self, chunks: list[OutputChunk], total: int) -> None:
+        if len(chunks) == len(self.chunks) and total == self.total and chunks[-1:] == self.chunks[-1:]:
+            return
+        self.chunks, self.total = chunks, total
+        self.update(self._render_output())
+        self.call_after_refresh(self.scroll_end, animate=False)
+
+    @property
+    def text(self) -> str:
+        return "".join(chunk.text for chunk in self.chunks)
+
+    def _render_output(self) -> Text:
+        if not self.chunks:
+            message = "(no output yet)" if self.total else "(the program writes nothing)"
+            return Text(message, style=self.get_component_rich_style("output--empty", partial=True))
+        text = Text()
+        stderr = self.get_component_rich_style("output--stderr", partial=True)
+        for chunk in self.chunks[-400:]:
+            text.append(chunk.text, stderr if chunk.stream == "stderr" else "")
+        return text

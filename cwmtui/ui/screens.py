@@ -1,0 +1,293 @@
+"""The modal screens: go to step, search, override, edit locals, help, and errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.table import Table
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from ..trace import Frame
+from ..trace.tokens import strip_marker
+
+MODAL_CSS = """
+ModalScreen { align: center middle; }
+ModalScreen > Vertical {
+    width: 84%; max-width: 110; height: auto; max-height: 90%;
+    border: round $primary; background: $panel; padding: 0 1;
+}
+ModalScreen .modal-title { text-style: bold; color: $primary; width: 1fr; }
+ModalScreen .modal-hint { color: $text-muted; width: 1fr; }
+ModalScreen .modal-error { color: $error; width: 1fr; }
+ModalScreen Input { margin: 0 0; }
+ModalScreen OptionList { height: auto; max-height: 16; }
+"""
+
+
+class PromptScreen(ModalScreen[str | None]):
+    """One line of input: the step to go to, or the text to search for."""
+
+    DEFAULT_CSS = MODAL_CSS
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="modal.cancel")]
+
+    def __init__(self, title: str, hint: str, value: str = "", placeholder: str = "",
+                 check=None, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.title_text = title
+        self.hint = hint
+        self.value = value
+        self.placeholder = placeholder
+        self.check = check  # str -> error message or None
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.title_text, classes="modal-title")
+            yield Input(self.value, placeholder=self.placeholder, id="prompt-input")
+            yield Label(self.hint, classes="modal-hint", id="prompt-hint")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    @on(Input.Submitted)
+    def submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        value = event.value.strip()
+        problem = self.check(value) if self.check else None
+        if problem:
+            hint = self.query_one("#prompt-hint", Label)
+            hint.update(problem)
+            hint.set_class(True, "modal-error")
+            return
+        self.dismiss(value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+def go_to_step_screen(rows: int, current: int) -> PromptScreen:
+    def check(value: str) -> str | None:
+        if not value.lstrip("-").isdigit():
+            return f"type a step number from 0 to {rows - 1}"
+        step = int(value)
+        if not -rows <= step < rows:
+            return f"there are {rows} steps: type 0 to {rows - 1} (or -1 for the last)"
+        return None
+
+    return PromptScreen(
+        "Go to step",
+        f"0 … {rows - 1}; a negative number counts from the end · enter: go · esc: cancel",
+        placeholder=str(current),
+        check=check,
+        id="goto-screen",
+    )
+
+
+def search_screen(last: str) -> PromptScreen:
+    return PromptScreen(
+        "Search variables and values",
+        "the next step where a variable's name or value contains the text · n/N: next/previous match",
+        value=last,
+        placeholder="a name or part of a value",
+        check=lambda v: None if v else "type something to search for",
+        id="search-screen",
+    )
+
+
+@dataclass
+class OverrideChoice:
+    """The action the user put in the model's place at a step."""
+
+    action: str  # the source line, with its newline
+    lineno: int | None
+    label: str  # how the choice reads in the branch's description
+
+
+class OverrideScreen(ModalScreen[OverrideChoice | None]):
+    """Choose the line the model should run at a step: the real one, any line, or a typed one."""
+
+    DEFAULT_CSS = MODAL_CSS
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="modal.cancel")]
+
+    def __init__(self, step: int, source: str, truth: Frame | None, model: Frame | None,
+                 can_generate: bool, reason: str = "") -> None:
+        super().__init__(id="override-screen")
+        self.step = step
+        self.source_lines = source.splitlines(keepends=True)
+        self.truth = truth
+        self.model = model
+        self.can_generate = can_generate
+        self.reason = reason
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(f"Override the model's action at step {self.step}", classes="modal-title")
+            model_line = self.model.action.strip() if self.model is not None else "(no step)"
+            yield Label(Text.assemble(("model wrote: ", "dim"), model_line), classes="modal-hint")
+            if not self.can_generate:
+                yield Label(self.reason or "this session has no live model: overrides need one",
+                            classes="modal-error", id="override-unavailable")
+            options: list[Option] = []
+            if self.truth is not None:
+                options.append(Option(
+                    Text.assemble(("real action  ", "bold"), f"{self.truth.lineno or '?':>3} │ ",
+                                  strip_marker(self.truth.action).rstrip("\n")),
+                    id="real",
+                ))
+            for number, line in enumerate(self.source_lines, start=1):
+                if line.strip():
+                    options.append(Option(f"line {number:>3} │ {strip_marker(line).rstrip()}", id=f"line-{number}"))
+            yield OptionList(*options, id="override-options")
+            yield Input(placeholder="…or type a line (keep its indentation) and press enter", id="override-typed")
+            yield Label("enter: run the model from here with this line · esc: cancel", classes="modal-hint")
+
+    def on_mount(self) -> None:
+        self.query_one(OptionList).focus()
+
+    @on(OptionList.OptionSelected)
+    def chosen(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        option_id = event.option.id or ""
+        if option_id == "real" and self.truth is not None:
+            self.dismiss(OverrideChoice(strip_marker(self.truth.action), self.truth.lineno, "the real action"))
+        elif option_id.startswith("line-"):
+            number = int(option_id[5:])
+            line = strip_marker(self.source_lines[number - 1])
+            if not line.endswith("\n"):
+                line += "\n"
+            self.dismiss(OverrideChoice(line, number, f"line {number}"))
+
+    @on(Input.Submitted, "#override-typed")
+    def typed(self, event: Input.Submitted) -> None:
+        event.stop()
+        text = event.value.rstrip("\n")
+        if not text.strip():
+            return
+        number = next((n for n, line in enumerate(self.source_lines, start=1)
+                       if strip_marker(line).rstrip("\n") == text), None)
+        self.dismiss(OverrideChoice(text + "\n", number, "a typed line"))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class EditLocalsScreen(ModalScreen[dict | None]):
+    """Edit the locals (reprs) the model continues from at a step."""
+
+    DEFAULT_CSS = MODAL_CSS + """
+    EditLocalsScreen VerticalScroll { height: auto; max-height: 20; }
+    EditLocalsScreen .local-name { color: $accent; text-style: bold; }
+    """
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", id="modal.cancel"),
+        Binding("ctrl+s,ctrl+enter", "apply", "Apply", id="edit.apply"),
+    ]
+
+    def __init__(self, step: int, locals_: dict[str, str], can_generate: bool, reason: str = "") -> None:
+        super().__init__(id="edit-screen")
+        self.step = step
+        self.values = dict(locals_)
+        self.can_generate = can_generate
+        self.reason = reason
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(f"Edit the state at step {self.step} (Python reprs)", classes="modal-title")
+            if not self.can_generate:
+                yield Label(self.reason or "this session has no live model: edits need one", classes="modal-error")
+            with VerticalScroll():
+                for i, (name, value) in enumerate(self.values.items()):
+                    yield Label(name, classes="local-name")
+                    yield Input(value, id=f"local-{i}")
+            yield Label("enter on the last field or ctrl+s: run the model from this state · esc: cancel",
+                        classes="modal-hint", id="edit-hint")
+
+    def on_mount(self) -> None:
+        inputs = self.query(Input)
+        if inputs:
+            inputs.first().focus()
+
+    def edited(self) -> dict[str, str]:
+        names = list(self.values)
+        return {names[i]: self.query_one(f"#local-{i}", Input).value for i in range(len(names))}
+
+    @on(Input.Submitted)
+    def submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        inputs = list(self.query(Input))
+        if event.input is inputs[-1]:
+            self.action_apply()
+        else:
+            self.focus_next()
+
+    def action_apply(self) -> None:
+        values = self.edited()
+        empty = [k for k, v in values.items() if not v.strip()]
+        if empty:
+            hint = self.query_one("#edit-hint", Label)
+            hint.update(f"a value cannot be empty: {', '.join(empty)}")
+            hint.set_class(True, "modal-error")
+            return
+        self.dismiss(values)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class HelpScreen(ModalScreen[None]):
+    """Every key binding: its keys, what it does, and its id (for keymaps)."""
+
+    DEFAULT_CSS = MODAL_CSS
+    BINDINGS = [Binding("escape,question_mark,q", "close", "Close", id="help.close")]
+
+    def __init__(self, bindings: list[Binding]) -> None:
+        super().__init__(id="help-screen")
+        self.bindings = bindings
+
+    def compose(self) -> ComposeResult:
+        table = Table(box=None, expand=True, padding=(0, 1), show_header=True, header_style="bold")
+        table.add_column("keys", no_wrap=True)
+        table.add_column("does")
+        table.add_column("id", style="dim", no_wrap=True)
+        for binding in self.bindings:
+            keys = " ".join(self.app.get_key_display(Binding(k.strip(), "")) for k in binding.key.split(","))
+            table.add_row(keys, binding.description, binding.id or "")
+        table.add_row("ctrl+p", "command palette: go to step, divergences, theme, export, layout", "app.command_palette")
+        with Vertical():
+            yield Label("Keys", classes="modal-title")
+            with VerticalScroll():
+                yield Static(table)
+            yield Label("esc: close · bindings can be remapped by id", classes="modal-hint")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class ErrorScreen(ModalScreen[None]):
+    """Something went wrong: say what, and what to do; nothing the user had is lost."""
+
+    DEFAULT_CSS = MODAL_CSS + """
+    ErrorScreen > Vertical { border: round $error; }
+    ErrorScreen .modal-title { color: $error; }
+    """
+    BINDINGS = [Binding("escape,enter", "close", "Close", id="error.close")]
+
+    def __init__(self, title: str, message: str) -> None:
+        super().__init__(id="error-screen")
+        self.title_text = title
+        self.message = message
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.title_text, classes="modal-title")
+            yield Static(self.message, id="error-message")
+            yield Label("enter or esc: close", classes="modal-hint")
+
+    def action_close(self) -> None:
+        self.dismiss(None)

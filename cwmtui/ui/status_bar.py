@@ -1,0 +1,92 @@
+"""The status bar: model and device, decoding, step i/N, first divergence, token meter, branch."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.text import Text
+from textual.widgets import Static
+
+from .branch_view import BranchView, SessionView, describe_divergence
+
+METER = 10
+
+
+def token_meter(used: int, budget: int) -> str:
+    if budget <= 0:
+        return ""
+    filled = min(METER, round(METER * used / budget))
+    return "▮" * filled + "▯" * (METER - filled)
+
+
+class StatusBar(Static, can_focus=False):
+    COMPONENT_CLASSES = {"status--label", "status--diverge", "status--match", "status--busy",
+                         "status--badge", "status--over"}
+
+    DEFAULT_CSS = """
+    StatusBar { height: auto; max-height: 3; background: $panel; color: $foreground; padding: 0 1; }
+    StatusBar > .status--label { color: $cwm-dim; }
+    StatusBar > .status--diverge { color: $cwm-diverge; text-style: bold; }
+    StatusBar > .status--match { color: $cwm-match; text-style: bold; }
+    StatusBar > .status--busy { color: $cwm-badge; text-style: bold; }
+    StatusBar > .status--badge { color: $cwm-badge; text-style: bold; }
+    StatusBar > .status--over { color: $cwm-diverge; text-style: bold reverse; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self.activity = ""  # what a worker is doing now ("" when idle)
+        self.plain = ""  # the last text shown (read by tests and the tmux check)
+
+    def show(self, view: SessionView | None, branch: BranchView | None, row: int,
+             activity: str = "", playing: str = "") -> None:
+        s = lambda name: self.get_component_rich_style(name, partial=True)  # noqa: E731
+        first, second = Text(no_wrap=True, overflow="ellipsis"), Text(no_wrap=True, overflow="ellipsis")
+        sep = (" │ ", s("status--label"))
+        if view is None:
+            first.append(activity or "starting…", s("status--busy"))
+            self._set(first)
+            return
+        if branch is not None:
+            first.append("step ", s("status--label"))
+            first.append(f"{row}/{max(len(branch) - 1, 0)}", "bold")
+            first.append(*sep)
+            first.append("branch ", s("status--label"))
+            first.append(branch.name)
+            if branch.badge:
+                first.append(f" [{branch.badge}]", s("status--badge"))
+            first.append(*sep)
+        first.append("model ", s("status--label"))
+        first.append(view.model_description or view.model_name or "none")
+        first.append(*sep)
+        first.append(view.decoding)
+        if branch is not None:
+            divergence = branch.first_divergence
+            second.append("first divergence ", s("status--label"))
+            if divergence is None:
+                second.append("none so far" if branch.running else "none: the traces agree", s("status--match"))
+            else:
+                second.append(describe_divergence(divergence), s("status--diverge"))
+            second.append(*sep)
+            used = branch.tokens_used or sum(f.tokens for f in branch.frames)
+            budget = view.token_budget
+            generated = [f for f in branch.frames if f.tokens]
+            second.append("tokens ", s("status--label"))
+            over = bool(budget) and used >= budget
+            second.append(token_meter(used, budget), s("status--over") if over else "")
+            second.append(f" {used:,}/{budget:,}" if budget else f" {used:,}")
+            if generated:
+                second.append(f" · {used / len(generated):.0f}/frame", s("status--label"))
+            model = branch.model_at(row)
+            if model is not None and model.tokens:
+                second.append(f" · this step {model.tokens}", s("status--label"))
+        busy = [text for text in (playing, activity) if text]
+        if busy:
+            line = first if not second else second
+            line.append(*sep)
+            line.append(" · ".join(busy), s("status--busy"))
+        self._set(first, second)
+
+    def _set(self, *lines: Text) -> None:
+        lines = tuple(line for line in lines if line)
+        self.plain = "\n".join(line.plain for line in lines)
+        self.update(Group(*lines))
