@@ -1,0 +1,305 @@
+"""The backend protocol every world model speaks, and the command-line options that pick one.
+
+A backend knows the ids of the CWM special tokens, encodes text without special-token parsing,
+decodes ids, and completes a prompt given as token ids until a stop id. Prefix reuse is the
+backend's job: a prompt that extends the previous one only costs its new tokens.
+
+Nothing here imports torch or transformers; the backends that need them import them when they
+are opened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+from ..trace import tokens
+from ..trace.render import Special
+
+#: where the bundled model lives (a Hugging Face directory)
+BUNDLED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bundled")
+
+#: ``progress(stage, fraction)``: what a backend is doing while it opens (fraction 0..1 or None)
+Progress = Callable[[str, "float | None"], None]
+
+
+class ModelError(Exception):
+    """A model or server problem, explained to the user in one line."""
+
+
+#: what step/force on a replay says
+REPLAY_OVERRIDE = (
+    "this is a replay of recorded generations: overrides need a live model (--model or --server)"
+)
+
+
+@dataclass
+class Completion:
+    """What one ``complete()`` call produced.
+
+    ``ids``: the generated ids, ending with the stop id (or end of text) when one was hit.
+    ``processed``: prompt tokens the model had to run for this call (not served from a cache).
+    ``fed_back``: generated tokens that were run through the model to generate the next one.
+    ``stopped``: ``"stop"`` (a stop id), ``"eos"`` (end of text), ``"length"`` (max_new_tokens),
+    ``"cancelled"``, or ``"end"`` (a replay has no more recorded tokens).
+    """
+
+    ids: list[int]
+    processed: int
+    stopped: str
+    fed_back: int = 0
+
+    @property
+    def work(self) -> int:
+        """Token positions the model ran for this call."""
+        return self.processed + self.fed_back
+
+
+def is_cancelled(cancel) -> bool:
+    """``cancel`` may be None, a ``threading.Event``-like object, or a callable."""
+    if cancel is None:
+        return False
+    is_set = getattr(cancel, "is_set", None)
+    if is_set is not None:
+        return bool(is_set())
+    return bool(cancel())
+
+
+class Backend:
+    """Base class of the backends: the protocol plus the id <-> segment plumbing they share."""
+
+    name: str = ""
+    description: str = ""
+    special_ids: dict[str, int]
+    can_generate: bool = True
+
+    # -- the protocol ----------------------------------------------------------------------
+    def encode(self, text: str) -> list[int]:
+        raise NotImplementedError
+
+    def decode(self, ids: Sequence[int]) -> str:
+        raise NotImplementedError
+
+    def complete(
+        self,
+        prompt_ids: Sequence[int],
+        stop_ids: Iterable[int],
+        max_new_tokens: int,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        cancel=None,
+    ) -> Completion:
+        raise NotImplementedError
+
+    def token_pieces(self, text: str) -> list[str]:
+        """How the tokenizer splits ``text``: one string per token (bytes of a character that
+        the tokenizer split are kept together, so the pieces always join back to ``text``)."""
+        pieces: list[str] = []
+        pending: list[int] = []
+        for token in self.encode(text):
+            pending.append(token)
+            piece = self.decode(pending)
+            if piece and not piece.endswith("\ufffd"):
+                pieces.append(piece)
+                pending = []
+        if pending:
+            pieces.append(self.decode(pending))
+        return pieces
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- shared plumbing -------------------------------------------------------------------
+    def special_id(self, token: str) -> int:
+        return self.special_ids[token]
+
+    @property
+    def eos_id(self) -> int:
+        return self.special_ids[tokens.END_OF_TEXT]
+
+    def encode_segments(self, segments: Iterable[str]) -> list[int]:
+        """Ids of rendered segments: text pieces encoded one by one, special ids spliced in."""
+        ids: list[int] = []
+        special = self.special_ids
+        for segment in segments:
+            if isinstance(segment, Special):
+                ids.append(special[str(segment)])
+            elif segment:
+                ids.extend(self.encode(segment))
+        return ids
+
+    def segments(self, ids: Sequence[int]) -> list[str]:
+        """Generated ids as segments: runs of ordinary ids decoded to text, the CWM special ids
+        as :class:`Special` pieces. A special-token string the model spelled out with ordinary
+        tokens stays text, so it cannot be mistaken for structure."""
+        by_id = self._specials_by_id()
+        out: list[str] = []
+        run: list[int] = []
+        for token in ids:
+            special = by_id.get(token)
+            if special is None:
+                run.append(token)
+                continue
+            if run:
+                out.append(self.decode(run))
+                run = []
+            out.append(special)
+        if run:
+            out.append(self.decode(run))
+        return out
+
+    def _specials_by_id(self) -> dict[int, Special]:
+        cached = getattr(self, "_special_map", None)
+        if cached is None:
+            cached = {i: Special(t) for t, i in self.special_ids.items()}
+            self._special_map = cached
+        return cached
+
+
+def check_special_ids(found: dict[str, int | None], where: str) -> dict[str, int]:
+    """Every CWM special token must be one id; say which are missing otherwise."""
+    missing = [t for t in tokens.SPECIAL_TOKENS if found.get(t) is None]
+    if missing:
+        raise ModelError(
+            f"{where}: the tokenizer has no single token for {', '.join(missing)} "
+            "(not a CWM tokenizer)"
+        )
+    return {t: int(found[t]) for t in tokens.SPECIAL_TOKENS}
+
+
+# -- command-line options --------------------------------------------------------------------
+
+
+def _device(value: str) -> str:
+    if value in ("auto", "cpu", "cuda"):
+        return value
+    if value.startswith("cuda:") and value[5:].isdigit():
+        return value
+    raise argparse.ArgumentTypeError(f"invalid device {value!r} (choose auto, cpu, cuda or cuda:N)")
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value!r}")
+    return number
+
+
+def _temperature(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not number >= 0.0 or number == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 (greedy) or more: {value!r}")
+    return number
+
+
+def _top_p(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not 0.0 < number <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1]: {value!r}")
+    return number
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """The options every verb that runs a world model shares."""
+    from .rollout import RolloutOptions
+
+    default = RolloutOptions()
+    group = parser.add_argument_group("world model")
+    group.add_argument("--model", metavar="PATH|bundled", default=None, help="a local Hugging Face model directory, or 'bundled' (the default): the small byte-level CWM shipped with cwmtui")
+    group.add_argument("--device", type=_device, default="auto", metavar="auto|cpu|cuda|cuda:N", help="where a --model runs (default auto: the GPU when there is one; bf16 on GPU, fp32 on CPU)")
+    group.add_argument("--server", metavar="URL", help="an OpenAI-compatible server instead of a local model, e.g. http://localhost:8000 (vllm serve facebook/cwm)")
+    group.add_argument("--server-kind", choices=("vllm", "fgserve"), default="vllm", help="the server's protocol: vllm (/v1/completions, the default) or fgserve (Meta's /completions)")
+    group.add_argument("--tokenizer", metavar="PATH", help="a local tokenizer directory for --server (default: the server's /tokenize endpoint) or for --replay token counts")
+    group.add_argument("--replay", metavar="FILE.jsonl", help="open recorded generations instead of running a model (one JSON object per line)")
+    group.add_argument("--id", dest="replay_id", metavar="ID", help="which record of --replay to open (needed when the file has several)")
+    group.add_argument("--temperature", type=_temperature, default=default.temperature, metavar="T", help="sampling temperature (default 0: greedy)")
+    group.add_argument("--top-p", type=_top_p, default=default.top_p, metavar="P", help="nucleus sampling threshold (default 1)")
+    group.add_argument("--seed", type=int, default=default.seed, metavar="N", help=f"sampling seed (default {default.seed})")
+    group.add_argument("--token-budget", type=_positive_int, default=default.token_budget, metavar="N", help=f"tokens the whole model trace may take (default {default.token_budget})")
+    group.add_argument("--frame-tokens", type=_positive_int, default=default.frame_tokens, metavar="N", help=f"tokens one frame may take before it counts as a format error (default {default.frame_tokens})")
+
+
+def open_backend(
+    model: str | None = None,
+    device: str = "auto",
+    server: str | None = None,
+    server_kind: str = "vllm",
+    tokenizer: str | None = None,
+    replay: str | None = None,
+    replay_id: str | None = None,
+    progress: Progress | None = None,
+) -> Backend:
+    """Open the backend the options name; raises ModelError with a one-line reason."""
+    chosen = [name for name, value in (("--model", model), ("--server", server), ("--replay", replay)) if value]
+    if len(chosen) > 1:
+        raise ModelError(f"{' and '.join(chosen)} cannot be used together: pick one world model")
+    if replay_id is not None and not replay:
+        raise ModelError("--id selects a record of --replay FILE; there is no --replay")
+    if replay:
+        from .replay import ReplayBackend
+
+        return ReplayBackend.open(replay, replay_id, tokenizer=tokenizer)
+    if server:
+        from .server import ServerBackend
+
+        return ServerBackend(server, kind=server_kind, tokenizer=tokenizer)
+    if tokenizer:
+        raise ModelError("--tokenizer is for --server or --replay; a --model directory has its own tokenizer")
+    if model is None or model == "bundled":
+        return open_bundled(device=device, progress=progress)
+    from .hf import TransformersBackend
+
+    return TransformersBackend(model, device=device, progress=progress)
+
+
+def bundled_problem() -> str | None:
+    """Why the bundled model cannot be opened, or None when it is installed."""
+    if not os.path.isdir(BUNDLED_DIR):
+        return f"{BUNDLED_DIR} does not exist"
+    for name in ("config.json", "model.safetensors"):
+        if not os.path.isfile(os.path.join(BUNDLED_DIR, name)):
+            return f"{BUNDLED_DIR} has no {name}"
+    return None
+
+
+def open_bundled(device: str = "auto", progress: Progress | None = None) -> Backend:
+    problem = bundled_problem()
+    if problem:
+        raise ModelError(
+            f"the bundled model is not installed: {problem}; pass --model PATH, --server URL or --replay FILE"
+        )
+    from .hf import TransformersBackend
+
+    return TransformersBackend(BUNDLED_DIR, device=device, progress=progress, name="bundled")
+
+
+def backend_from_args(args: argparse.Namespace, progress: Progress | None = None) -> Backend:
+    """The backend chosen by :func:`add_model_options` options."""
+    return open_backend(
+        model=getattr(args, "model", None),
+        device=getattr(args, "device", "auto"),
+        server=getattr(args, "server", None),
+        server_kind=getattr(args, "server_kind", "vllm"),
+        tokenizer=getattr(args, "tokenizer", None),
+        replay=getattr(args, "replay", None),
+        replay_id=getattr(args, "replay_id", None),
+        progress=progress,
+    )

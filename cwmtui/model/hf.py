@@ -1,0 +1,410 @@
+"""The transformers backend: any local Hugging Face causal LM directory, with a kept KV cache.
+
+It decodes token by token with its own loop (not ``generate()``) so that the cache is exactly
+the ids it has seen: a prompt that extends them runs only its new tokens, a rewind crops the
+cache to the common prefix. Greedy by default; sampling is seeded per call and position, so the
+same prompt gives the same tokens whatever came before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from typing import Sequence
+
+from ..trace import tokens
+from .backend import Backend, Completion, ModelError, Progress, is_cancelled
+from .tokenizer import HFTokenizer, first_line
+
+_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+_INDEX_FILES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
+_PREFILL_CHUNK = 4096
+_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
+
+
+# -- the model directory ---------------------------------------------------------------------
+
+
+def check_model_dir(path: str) -> list[str]:
+    """Check that ``path`` is a complete model directory; returns its weight files."""
+    if not os.path.exists(path):
+        raise ModelError(f"{path}: no such model directory")
+    if not os.path.isdir(path):
+        raise ModelError(f"{path}: not a directory (--model takes a Hugging Face model directory)")
+    if not os.path.isfile(os.path.join(path, "config.json")):
+        raise ModelError(f"{path}: no config.json, so not a Hugging Face model directory")
+    files: list[str] = []
+    for index_name in _INDEX_FILES:
+        index_path = os.path.join(path, index_name)
+        if os.path.isfile(index_path):
+            try:
+                with open(index_path, encoding="utf-8") as handle:
+                    shards = sorted(set(json.load(handle)["weight_map"].values()))
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                raise ModelError(f"{path}: {index_name} is damaged (no weight_map)") from None
+            missing = [s for s in shards if not os.path.isfile(os.path.join(path, s))]
+            if missing:
+                raise ModelError(
+                    f"{path}: incomplete download: {len(missing)} of {len(shards)} weight shards "
+                    f"missing (first: {missing[0]})"
+                )
+            files = [os.path.join(path, s) for s in shards]
+            break
+    else:
+        for name in _WEIGHT_FILES:
+            if os.path.isfile(os.path.join(path, name)):
+                files = [os.path.join(path, name)]
+                break
+    if not files:
+        raise ModelError(f"{path}: no weights (model.safetensors or model.safetensors.index.json)")
+    for file in files:
+        if file.endswith(".safetensors"):
+            _check_safetensors(file)
+    if not any(os.path.isfile(os.path.join(path, name)) for name in _TOKENIZER_FILES):
+        raise ModelError(f"{path}: no tokenizer files (tokenizer.json or tokenizer_config.json)")
+    return files
+
+
+def _safetensors_header(file: str) -> tuple[dict, int]:
+    """The header of a safetensors file and the size its tensors need; ModelError if damaged."""
+    name = os.path.basename(file)
+    try:
+        size = os.path.getsize(file)
+        with open(file, "rb") as handle:
+            head = handle.read(8)
+            if head.startswith(b"version "):
+                raise ModelError(f"{file}: a Git LFS pointer, not the weights (run 'git lfs pull')")
+            if len(head) < 8:
+                raise ModelError(f"{file}: truncated ({size} bytes): download it again")
+            (length,) = struct.unpack("<Q", head)
+            if length > size - 8 or length > 100 << 20:
+                raise ModelError(f"{file}: not a safetensors file, or truncated: download it again")
+            header = json.loads(handle.read(length))
+    except OSError as exc:
+        raise ModelError(f"{file}: cannot read it ({exc.strerror or exc})") from None
+    except ValueError:
+        raise ModelError(f"{name}: damaged header: download it again") from None
+    end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
+    if 8 + length + end > size:
+        raise ModelError(f"{file}: truncated ({size} of {8 + length + end} bytes): download it again")
+    return header, 8 + length + end
+
+
+def _check_safetensors(file: str) -> None:
+    _safetensors_header(file)
+
+
+def weight_bytes(files: list[str], bytes_per_value: int = 2) -> int:
+    """Bytes the weights take in memory at ``bytes_per_value`` (2 for bf16)."""
+    total = 0
+    for file in files:
+        if not file.endswith(".safetensors"):
+            total += os.path.getsize(file)
+            continue
+        header, _ = _safetensors_header(file)
+        for key, value in header.items():
+            if key == "__metadata__":
+                continue
+            count = 1
+            for dim in value["shape"]:
+                count *= dim
+            total += count * min(bytes_per_value, _DTYPE_BYTES.get(value["dtype"], 2))
+    return total
+
+
+# -- devices ---------------------------------------------------------------------------------
+
+
+def resolve_device(spec: str | None):
+    """``auto|cpu|cuda|cuda:N`` -> a torch.device, or ModelError."""
+    import torch
+
+    spec = spec or "auto"
+    if spec == "auto":
+        return torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+    if spec == "cpu":
+        return torch.device("cpu")
+    if spec == "cuda" or spec.startswith("cuda:"):
+        if not torch.cuda.is_available():
+            raise ModelError(f"--device {spec}: no CUDA GPU is available here; use --device cpu")
+        index = int(spec[5:]) if spec.startswith("cuda:") else 0
+        count = torch.cuda.device_count()
+        if index >= count:
+            raise ModelError(f"--device {spec}: there {'is' if count == 1 else 'are'} only {count} GPU(s) (cuda:0..cuda:{count - 1})")
+        return torch.device(f"cuda:{index}")
+    raise ModelError(f"--device {spec!r}: choose auto, cpu, cuda or cuda:N")
+
+
+class _LoadProgress:
+    """A tqdm stand-in that reports transformers' loading loops to a progress callback."""
+
+    def __init__(self, report, iterable=None, *args, desc=None, total=None, **kwargs) -> None:
+        self.report = report
+        self.iterable = iterable
+        self.desc = (desc or "loading").lower()
+        if total is None and iterable is not None and hasattr(iterable, "__len__"):
+            total = len(iterable)
+        self.total = total
+        self.n = 0
+        self._last = -1.0
+
+    def __iter__(self):
+        for item in self.iterable:
+            yield item
+            self.update(1)
+
+    def update(self, n=1) -> None:
+        self.n += n or 1
+        if self.total:
+            fraction = min(self.n / self.total, 1.0)
+            if fraction - self._last >= 0.01 or fraction == 1.0:
+                self._last = fraction
+                self.report(self.desc, fraction)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+
+# -- the backend -----------------------------------------------------------------------------
+
+
+class TransformersBackend(Backend):
+    """A local Hugging Face model run by transformers, keeping its KV cache between calls."""
+
+    def __init__(
+        self,
+        path: str,
+        device: str = "auto",
+        progress: Progress | None = None,
+        name: str | None = None,
+    ) -> None:
+        report = progress or (lambda stage, fraction: None)
+        path = os.path.abspath(os.path.expanduser(path))
+        files = check_model_dir(path)
+        import torch
+        import transformers
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        self.path = path
+        self.name = name or path
+        self._torch = torch
+        target = resolve_device(device)
+        dtype = torch.bfloat16 if target.type == "cuda" else torch.float32
+
+        report("loading tokenizer", None)
+        verbosity = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()
+        previous_hook = hf_logging.set_tqdm_hook(
+            lambda factory, args, kwargs: _LoadProgress(report, *args, **kwargs)
+        )
+        try:
+            try:
+                tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+            except Exception as exc:  # transformers raises many kinds here
+                raise ModelError(f"{path}: cannot load the tokenizer: {first_line(exc)}") from None
+            self._tokens = HFTokenizer(tokenizer, path)
+            self.tokenizer = tokenizer
+            self.special_ids = self._tokens.special_ids
+            load_kwargs: dict = {"dtype": dtype, "local_files_only": True}
+            placement = str(target)
+            if target.type == "cuda":
+                need = weight_bytes(files, 2)
+                free, _total = torch.cuda.mem_get_info(target)
+                if need * 1.1 > free:
+                    if not transformers.utils.is_accelerate_available():
+                        raise ModelError(
+                            f"{path}: the model needs {need / 2**30:.0f} GiB and {target} has "
+                            f"{free / 2**30:.0f} GiB free; spreading it over GPUs needs 'pip install accelerate'"
+                        )
+                    load_kwargs["device_map"] = "auto"
+                    placement = f"{torch.cuda.device_count()} GPU(s) (device_map=auto)"
+                elif transformers.utils.is_accelerate_available():
+                    load_kwargs["device_map"] = {"": target}
+            report("loading weights", 0.0)
+            try:
+                model = AutoModelForCausalLM.from_pretrained(path, **load_kwargs)
+            except Exception as exc:
+                raise ModelError(f"{path}: cannot load the model: {first_line(exc)}") from None
+        finally:
+            hf_logging.set_tqdm_hook(previous_hook)
+            hf_logging.set_verbosity(verbosity)
+        if "device_map" not in load_kwargs and target.type != "cpu":
+            report(f"moving to {target}", None)
+            model = model.to(target)
+        model.eval()
+        self.model = model
+        self.device = model.get_input_embeddings().weight.device
+        self.dtype = dtype
+        self._eos_ids = self._find_eos_ids()
+        self._cache = None
+        self._cached: list[int] = []  # ids whose keys and values are in the cache
+        self._logits = None  # the model's logits after the last cached id
+        params = sum(p.numel() for p in model.parameters())
+        kind = "bf16" if dtype == torch.bfloat16 else "fp32"
+        label = "bundled byte CWM" if name == "bundled" else os.path.basename(os.path.normpath(path))
+        self.description = f"{label} · {_size(params)} params · {placement} · {kind}"
+        report("ready", 1.0)
+
+    # -- tokens ------------------------------------------------------------------------------
+    def _find_eos_ids(self) -> set[int]:
+        ids = {self.special_ids[tokens.END_OF_TEXT]}
+        for config in (getattr(self.model, "generation_config", None), self.model.config):
+            value = getattr(config, "eos_token_id", None) if config is not None else None
+            if isinstance(value, int):
+                ids.add(value)
+            elif isinstance(value, (list, tuple)):
+                ids.update(v for v in value if isinstance(v, int))
+        return ids
+
+    def encode(self, text: str) -> list[int]:
+        return self._tokens.encode(text)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self._tokens.decode(ids)
+
+    # -- the cache ---------------------------------------------------------------------------
+    def _new_cache(self):
+        from transformers import DynamicCache
+
+        # Plain (non-sliding) layers for every layer: the model still masks its sliding-window
+        # layers, and the cache can be cropped back to any length.
+        return DynamicCache()
+
+    def _crop(self, length: int) -> None:
+        if length >= len(self._cached):
+            return
+        if length == 0 or self._cache is None:
+            self._cache = self._new_cache()
+        else:
+            self._cache.crop(length - len(self._cached))
+        del self._cached[length:]
+        self._logits = None
+
+    def _feed(self, ids: Sequence[int]):
+        """Run ``ids`` through the model after the cached ones; returns the last logits."""
+        torch = self._torch
+        if self._cache is None:
+            self._cache = self._new_cache()
+        logits = None
+        for start in range(0, len(ids), _PREFILL_CHUNK):
+            chunk = list(ids[start : start + _PREFILL_CHUNK])
+            batch = torch.tensor([chunk], dtype=torch.long, device=self.device)
+            out = self.model(input_ids=batch, cache=self._cache, use_cache=True, logits_to_keep=1)
+            logits = out.logits[0, -1]
+            self._cached.extend(chunk)
+        self._logits = logits
+        return logits
+
+    def reset(self) -> None:
+        """Forget the cache (the next call runs its whole prompt)."""
+        self._cache = None
+        self._cached = []
+        self._logits = None
+
+    @property
+    def cached_tokens(self) -> int:
+        return len(self._cached)
+
+    # -- decoding ----------------------------------------------------------------------------
+    def _choose(self, logits, temperature: float, top_p: float, generator) -> int:
+        """The next id: argmax when greedy, else a seeded nucleus sample."""
+        torch = self._torch
+        if temperature <= 0.0:
+            return int(torch.argmax(logits))
+        probs = torch.softmax(logits.float().cpu() / temperature, dim=-1)
+        if top_p < 1.0:
+            sorted_probs, order = torch.sort(probs, descending=True)
+            cumulative = torch.cumsum(sorted_probs, dim=-1)
+            sorted_probs[(cumulative - sorted_probs) >= top_p] = 0.0
+            pick = torch.multinomial(sorted_probs, 1, generator=generator)
+            return int(order[pick])
+        return int(torch.multinomial(probs, 1, generator=generator))
+
+    def complete(
+        self,
+        prompt_ids: Sequence[int],
+        stop_ids,
+        max_new_tokens: int,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        cancel=None,
+    ) -> Completion:
+        torch = self._torch
+        n = len(prompt_ids)
+        if n == 0:
+            raise ModelError("cannot complete an empty prompt")
+        if max_new_tokens <= 0:
+            return Completion([], 0, "length")
+        stops = set(stop_ids)
+        generator = None
+        if temperature > 0.0:
+            generator = torch.Generator().manual_seed(((seed or 0) * 1_000_003 + n) % (1 << 63))
+        with torch.inference_mode():
+            cached = self._cached
+            m = len(cached)
+            if n >= m and prompt_ids[:m] == cached:
+                common = m
+            else:
+                common = _common_prefix(cached, prompt_ids)
+            if common == n == m and self._logits is not None:
+                logits = self._logits
+                processed = 0
+            else:
+                keep = min(common, n - 1)
+                self._crop(keep)
+                processed = n - keep
+                logits = self._feed(prompt_ids[keep:])
+            out: list[int] = []
+            stopped = "length"
+            fed_back = 0
+            while len(out) < max_new_tokens:
+                if is_cancelled(cancel):
+                    stopped = "cancelled"
+                    break
+                token = self._choose(logits, temperature, top_p, generator)
+                out.append(token)
+                if token in self._eos_ids:
+                    stopped = "eos"
+                    break
+                if token in stops:
+                    stopped = "stop"
+                    break
+                if len(out) == max_new_tokens:
+                    break
+                logits = self._feed([token])
+                fed_back += 1
+        return Completion(out, processed, stopped, fed_back)
+
+    def close(self) -> None:
+        self.reset()
+        self.model = None
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    limit = min(len(a), len(b))
+    lo, hi = 0, limit
+    # binary search on equal slices (C-speed compares) instead of a Python loop
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if list(a[:mid]) == list(b[:mid]):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _size(params: int) -> str:
+    for unit, scale in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if params >= scale:
+            return f"{params / scale:.3g}{unit}"
+    return str(params)

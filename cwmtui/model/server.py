@@ -1,0 +1,327 @@
+"""The server backend: a model behind HTTP, prompted with token ids.
+
+Two wire formats:
+
+- ``vllm``: the OpenAI-compatible ``/v1/completions`` of ``vllm serve`` (the way CWM runs across
+  several GPUs). The prompt is a list of ids; ``stop_token_ids`` stop a frame;
+  ``skip_special_tokens=false``; the generated ids come back in ``choices[0].token_ids``
+  (``return_token_ids``) or as ``"token_id:N"`` strings in ``logprobs.tokens``
+  (``return_tokens_as_token_ids``). A stop id the server left out of the ids is put back from
+  ``stop_reason``. The tokenizer is ``--tokenizer PATH`` or the server's ``/tokenize`` and
+  ``/detokenize``.
+- ``fgserve``: the ``/completions`` endpoint of Meta's fgserve (the protocol of the cwmdbg demo):
+  prompt ids in, ``choices[0].tokens`` out, one ``stop`` string. Needs ``--tokenizer PATH``.
+
+Prefix reuse is the server's (vLLM's automatic prefix caching); ``processed`` is what the server
+reports it did not serve from its cache, or the whole prompt when it does not say.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Sequence
+from urllib.parse import urlsplit
+
+from ..trace import tokens
+from .backend import Backend, Completion, ModelError, check_special_ids, is_cancelled
+from .tokenizer import load_tokenizer
+
+_RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+
+
+class _Http:
+    """JSON over HTTP with a timeout, bounded retries and one-line errors."""
+
+    def __init__(self, base: str, timeout: float, retries: int, backoff: float) -> None:
+        import httpx
+
+        self._httpx = httpx
+        self.base = base
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.client = httpx.Client(timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)))
+
+    def post(self, path: str, payload: dict) -> dict:
+        return self.request("POST", path, payload)
+
+    def get(self, path: str) -> dict:
+        return self.request("GET", path, None)
+
+    def request(self, method: str, path: str, payload: dict | None) -> dict:
+        httpx = self._httpx
+        url = self.base + path
+        attempts = self.retries + 1
+        problem = ""
+        for attempt in range(attempts):
+            if attempt:
+                time.sleep(self.backoff * (2 ** (attempt - 1)))
+            try:
+                response = self.client.request(method, url, json=payload)
+            except httpx.TimeoutException:
+                problem = f"no answer within {self.timeout:g} s (timed out)"
+                continue
+            except httpx.ConnectError:
+                problem = "unreachable (is the server running? is the URL right?)"
+                continue
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+                problem = "the server dropped the connection"
+                continue
+            except httpx.HTTPError as exc:
+                problem = f"request failed ({type(exc).__name__}: {exc})"
+                continue
+            if response.status_code in _RETRY_STATUS:
+                problem = f"the server answered HTTP {response.status_code}: {_error_text(response)}"
+                continue
+            if response.status_code >= 400:
+                raise ModelError(
+                    f"{url}: the server refused the request (HTTP {response.status_code}): {_error_text(response)}"
+                )
+            try:
+                data = response.json()
+            except ValueError:
+                raise ModelError(f"{url}: the server's answer is not JSON: {response.text[:120]!r}") from None
+            if not isinstance(data, dict):
+                raise ModelError(f"{url}: the server's answer is not a JSON object")
+            return data
+        tries = f" ({attempts} tries)" if attempts > 1 else ""
+        raise ModelError(f"{url}: {problem}{tries}")
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _error_text(response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        text = response.text.strip()
+        return (text.splitlines()[0] if text else response.reason_phrase)[:200]
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"]).splitlines()[0][:200]
+        for key in ("message", "detail", "error"):
+            if data.get(key):
+                return str(data[key]).splitlines()[0][:200]
+    return str(data)[:200]
+
+
+class RemoteTokenizer:
+    """vLLM's ``/tokenize`` and ``/detokenize``. A literal special-token string inside text is
+    split at its ``<|`` so the server cannot read it as the special token."""
+
+    def __init__(self, http: _Http, model: str) -> None:
+        self.http = http
+        self.model = model
+        found: dict[str, int | None] = {}
+        for token in tokens.SPECIAL_TOKENS:
+            ids = self._tokenize(token, special=True)
+            found[token] = ids[0] if len(ids) == 1 else None
+        self.special_ids = check_special_ids(found, f"{http.base}/tokenize")
+
+    def _tokenize(self, text: str, special: bool = False) -> list[int]:
+        payload = {"model": self.model, "prompt": text, "add_special_tokens": False}
+        data = self.http.post("/tokenize", payload)
+        ids = data.get("tokens")
+        if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
+            raise ModelError(f"{self.http.base}/tokenize: the answer has no token list")
+        return ids
+
+    @functools.lru_cache(maxsize=4096)
+    def _encode_cached(self, text: str) -> tuple[int, ...]:
+        if "<|" not in text:
+            return tuple(self._tokenize(text)) if text else ()
+        head, *rest = text.split("<|")
+        ids = list(self._tokenize(head)) if head else []
+        for part in rest:
+            ids += self._tokenize("<")
+            ids += self._tokenize("|" + part)
+        return tuple(ids)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._encode_cached(text))
+
+    @functools.lru_cache(maxsize=4096)
+    def _decode_cached(self, ids: tuple[int, ...]) -> str:
+        data = self.http.post("/detokenize", {"model": self.model, "tokens": list(ids)})
+        text = data.get("prompt")
+        if not isinstance(text, str):
+            raise ModelError(f"{self.http.base}/detokenize: the answer has no text")
+        return text
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self._decode_cached(tuple(ids)) if ids else ""
+
+
+class ServerBackend(Backend):
+    """A model behind an HTTP server (vLLM or fgserve), prompted with token ids."""
+
+    def __init__(
+        self,
+        url: str,
+        kind: str = "vllm",
+        tokenizer: str | None = None,
+        timeout: float = 300.0,
+        retries: int = 2,
+        backoff: float = 0.5,
+    ) -> None:
+        if kind not in ("vllm", "fgserve"):
+            raise ModelError(f"--server-kind {kind!r}: choose vllm or fgserve")
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ModelError(f"--server {url!r}: not an http(s) URL, e.g. http://localhost:8000")
+        base = url.rstrip("/")
+        if kind == "vllm" and base.endswith("/v1"):
+            base = base[:-3]
+        self.kind = kind
+        self.url = base
+        self.http = _Http(base, timeout, retries, backoff)
+        self.model_name: str | None = None
+        try:
+            if kind == "vllm":
+                self.model_name = self._served_model()
+            if tokenizer:
+                self._tokens = load_tokenizer(tokenizer)
+            elif kind == "vllm":
+                self._tokens = RemoteTokenizer(self.http, self.model_name or "")
+            else:
+                raise ModelError(
+                    "fgserve has no tokenize endpoint: pass --tokenizer PATH (a local Hugging Face tokenizer directory)"
+                )
+        except ModelError:
+            self.http.close()
+            raise
+        self.special_ids = self._tokens.special_ids
+        self._eos_ids = {self.special_ids[tokens.END_OF_TEXT]}
+        served = f" ({self.model_name})" if self.model_name else ""
+        self.name = f"{kind} {base}{served}"
+        self.description = f"{kind} server {base}{served}"
+
+    def _served_model(self) -> str:
+        data = self.http.get("/v1/models")
+        models = data.get("data")
+        if not isinstance(models, list) or not models or not isinstance(models[0], dict) or "id" not in models[0]:
+            raise ModelError(f"{self.url}/v1/models: the server lists no model (is it an OpenAI-compatible server?)")
+        return str(models[0]["id"])
+
+    def encode(self, text: str) -> list[int]:
+        return self._tokens.encode(text)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self._tokens.decode(ids)
+
+    def complete(
+        self,
+        prompt_ids: Sequence[int],
+        stop_ids,
+        max_new_tokens: int,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        cancel=None,
+    ) -> Completion:
+        if max_new_tokens <= 0:
+            return Completion([], 0, "length")
+        if is_cancelled(cancel):
+            return Completion([], 0, "cancelled")
+        stops = list(dict.fromkeys(stop_ids))
+        prompt = list(prompt_ids)
+        if self.kind == "vllm":
+            ids, processed = self._vllm(prompt, stops, max_new_tokens, temperature, top_p, seed)
+        else:
+            ids, processed = self._fgserve(prompt, stops, max_new_tokens, temperature, top_p)
+        ids = ids[:max_new_tokens]
+        stopped = "length"
+        ends = set(stops) | self._eos_ids
+        for position, token in enumerate(ids):
+            if token in ends:
+                ids = ids[: position + 1]
+                stopped = "eos" if token in self._eos_ids else "stop"
+                break
+        return Completion(ids, processed, stopped, max(len(ids) - 1, 0))
+
+    # -- vLLM --------------------------------------------------------------------------------
+    def _vllm(self, prompt, stops, max_new_tokens, temperature, top_p, seed):
+        payload = {
+            "model": self.model_name,
+            "prompt": prompt,
+            "max_tokens": max_new_tokens,
+            "temperature": temperature,
+            "top_p": top_p,
+            "stop_token_ids": stops,
+            "skip_special_tokens": False,
+            "spaces_between_special_tokens": False,
+            "include_stop_str_in_output": True,
+            "return_token_ids": True,
+            "logprobs": 1,
+            "return_tokens_as_token_ids": True,
+        }
+        if seed is not None:
+            payload["seed"] = seed
+        data = self.http.post("/v1/completions", payload)
+        choice = _first_choice(data, self.url + "/v1/completions")
+        ids = choice.get("token_ids")
+        if ids is None:
+            listed = (choice.get("logprobs") or {}).get("tokens")
+            if isinstance(listed, list):
+                ids = [_token_id(t, self.url) for t in listed]
+        if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
+            raise ModelError(
+                f"{self.url}/v1/completions: the answer has no token ids "
+                "(the server needs vLLM's return_token_ids or return_tokens_as_token_ids)"
+            )
+        ids = list(ids)
+        if choice.get("finish_reason") == "stop" and not (ids and (ids[-1] in stops or ids[-1] in self._eos_ids)):
+            reason = choice.get("stop_reason")
+            if isinstance(reason, int):
+                ids.append(reason)  # vLLM leaves a stop token out of the output
+            elif reason is None:
+                ids.append(self.eos_id)  # stopped on the model's end of text
+        return ids, _processed(data, len(prompt))
+
+    # -- fgserve -----------------------------------------------------------------------------
+    def _fgserve(self, prompt, stops, max_new_tokens, temperature, top_p):
+        payload = {"prompt": prompt, "max_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p, "n": 1}
+        by_id = {i: t for t, i in self.special_ids.items()}
+        texts = [by_id[i] for i in stops if i in by_id]
+        if texts:
+            payload["stop"] = texts[0]  # fgserve takes one stop string; the rest are cut here
+        data = self.http.post("/completions", payload)
+        choice = _first_choice(data, self.url + "/completions")
+        ids = choice.get("tokens")
+        if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
+            raise ModelError(f"{self.url}/completions: the answer has no 'tokens' list (is it fgserve?)")
+        return list(ids), len(prompt)
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def _first_choice(data: dict, where: str) -> dict:
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ModelError(f"{where}: the answer has no choices")
+    return choices[0]
+
+
+def _token_id(text, where: str) -> int:
+    if isinstance(text, str) and text.startswith("token_id:"):
+        try:
+            return int(text[9:])
+        except ValueError:
+            pass
+    raise ModelError(f"{where}: the server returned token text, not ids (needs return_tokens_as_token_ids)")
+
+
+def _processed(data: dict, sent: int) -> int:
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        return sent
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    prompt_tokens = usage.get("prompt_tokens")
+    if isinstance(cached, int) and isinstance(prompt_tokens, int):
+        return max(prompt_tokens - cached, 0)
+    return sent
