@@ -31,7 +31,7 @@ class StepKind(str, enum.Enum):
     FORMAT = "format"  # the model's frame does not follow the CWM format
     MISSING = "missing"  # the model's trace ended before the truth's (EOS or budget)
     EXTRA = "extra"  # the model's trace goes on after the truth ended
-    PENDING = "pending"  # the rollout is still running: not generated yet
+    PENDING = "pending"  # the rollout is still running (or was cancelled): not generated yet
     UNCHECKED = "unchecked"  # past the end of a partial truth (a limit stopped the interpreter)
 
     @property
@@ -51,6 +51,7 @@ _STATUS_ALIASES = {
     "length": "BUDGET",
     "frame_limit": "FRAME_LIMIT",
     "frame limit": "FRAME_LIMIT",
+    "frame too long": "FRAME_LIMIT",
     "max_frames": "MAX_FRAMES",
     "too long": "MAX_FRAMES",
     "cancelled": "CANCELLED",
@@ -354,7 +355,7 @@ def compare(truth: Trace, frames: Sequence[Frame], status=None) -> Comparison:
                 kind = _path_kind(t, m)
         elif t is not None:
             if row > last_model_row:
-                kind = StepKind.PENDING if status == "RUNNING" else StepKind.MISSING
+                kind = StepKind.PENDING if status in ("RUNNING", "CANCELLED") else StepKind.MISSING
             else:
                 kind, note = StepKind.ACTION, "the model's path skips this step"
         else:

@@ -95,12 +95,13 @@ def teacher_force(
     on_frame: Callable[[int, Frame], None] | None = None,
     cancel=None,
 ) -> list[int]:
-    """Run ``rollout`` with every action forced from ``truth``; returns the steps forced whole.
+    """Run ``rollout`` with every event and action forced from ``truth``; returns the steps
+    whose whole frame had to be forced.
 
-    Each step the model writes the event and the state, and the real source line is forced as
-    its action. Where the model's event does not line up with the truth's (it wants to return
-    while the loop goes on, or writes end of text too early), the truth's whole frame is forced
-    instead, so the two stay step for step: what remains to compare is the state alone.
+    Each step the truth's event token and source line are spliced in and the model writes only
+    the state (the locals, or the return value). Where it cannot (it writes end of text or a
+    malformed frame), the truth's whole frame is forced so the two stay step for step: what
+    remains to compare is the state alone.
     """
     forced: list[int] = []
     while len(rollout.frames) < len(truth):
@@ -108,20 +109,25 @@ def teacher_force(
             break
         index = len(rollout.frames)
         expected = truth[index]
-        frame = rollout.step(force_action=expected.action)
-        if frame is None and _budget_spent(rollout):
+        frame = rollout.step(force_action=expected.action, force_event=expected.event, cancel=cancel)
+        if frame is None and _stopped(rollout):
             break
         if frame is None or frame.is_error or frame.event is not expected.event:
             rollout.rewind(index)
             rollout.force(expected, origin="forced")
             forced.append(index)
-            frame = rollout.frames[index]
+        frame = rollout.frames[index]
         if on_frame is not None:
             on_frame(index, frame)
+    if len(rollout.frames) == len(truth) and not _stopped(rollout) and not _cancelled(cancel):
+        # the truth ended: does the model end too (end of text), or run on?
+        frame = rollout.step(cancel=cancel)
+        if frame is not None and on_frame is not None:
+            on_frame(len(rollout.frames) - 1, frame)
     return forced
 
 
-def _budget_spent(rollout) -> bool:
+def _stopped(rollout) -> bool:
     status = getattr(rollout, "status", None)
     name = getattr(status, "name", str(status)).upper()
     return name in ("BUDGET", "CANCELLED", "MAX_FRAMES")

@@ -7,6 +7,7 @@ from importlib import import_module
 
 #: verb -> module under cwmtui.cli that defines ``build_parser()`` and ``run(args)``
 VERBS = {
+    "diff": "diff",
     "app": "app",
     "open": "open",
     "trace": "trace",
@@ -18,6 +19,7 @@ USAGE = """usage: cwmtui PROGRAM [options]      open the trace debugger on PROGR
        cwmtui VERB [options]         run a headless verb
 
 verbs:
+  diff      compare the interpreter's trace with a world model's, step by step (table or --json)
   open      reopen a saved session (SESSION.json) in the debugger
   trace     print the real interpreter's trace of a program (CWM text, JSON or a table)
   train     train the bundled byte-level CWM (checkpoints, --resume, --export)

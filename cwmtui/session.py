@@ -1,0 +1,507 @@
+"""One debugging session: a program, its truth, the model's rollouts as a tree of branches.
+
+``DebugSession(program, backend, options)`` records the program under the real interpreter
+(the truth), runs the model's main rollout, and grows branches from interventions: at step
+``k`` the model's action is replaced (by the real next line, another source line, or a typed
+one) or its locals are edited, and the model goes on from there. Each branch is compared with
+the truth and, for an intervention, scored for recovery. The teacher-forced branch forces every
+action from the truth.
+
+A session saves to one JSON file (program, truth, branches with their frames and
+interventions, settings, model identity) and reopens offline, without a model, with the same
+comparisons. Long operations take ``on_frame`` and ``cancel`` (a callable or an Event) so a UI
+can run them in a worker thread and stream frames. Pure Python: no UI here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import asdict, dataclass, field, fields
+from typing import Callable
+
+from .analysis.compare import Comparison, compare
+from .analysis.lens import Lens, byte_pieces, token_lens
+from .analysis.recovery import Recovery, recovery, teacher_force
+from .interpreter import Interpreter, Limits, Program
+from .trace import Event, Frame, Trace, render_frames, tokens
+
+FORMAT = "cwmtui-session"
+FORMAT_VERSION = 1
+
+#: on_frame(branch, index, frame): a frame the model wrote (or that was forced) on ``branch``
+FrameCallback = Callable[["Branch", int, Frame], None]
+
+
+class SessionError(Exception):
+    """A session problem, explained to the user in one line."""
+
+
+@dataclass
+class Branch:
+    name: str
+    parent: str | None = None
+    at_step: int | None = None  # the model frame the branch departs from its parent at
+    intervention: dict | None = None
+    frames: list[Frame] = field(default_factory=list)
+    status: str = "running"  # the rollout's status (lower-case name)
+    comparison: Comparison | None = None
+    recovery: Recovery | None = None
+    tokens: dict = field(default_factory=lambda: {"trace": 0, "processed": 0})
+    forced_steps: list[int] = field(default_factory=list)  # teacher forcing: frames forced whole
+    lens: dict | None = None  # {"step", "variable", "lens"} of a string-valued divergence
+    rollout: object | None = field(default=None, repr=False, compare=False)  # live only
+
+    @property
+    def live(self) -> bool:
+        return self.rollout is not None
+
+    def to_json(self) -> dict:
+        data = {
+            "name": self.name,
+            "parent": self.parent,
+            "at_step": self.at_step,
+            "intervention": self.intervention,
+            "status": self.status,
+            "tokens": self.tokens,
+            "forced_steps": self.forced_steps,
+            "frames": [f.to_json() for f in self.frames],
+            # for scripts reading the file; recomputed from the frames on load
+            "verdict": self.comparison.verdict if self.comparison else None,
+            "first_divergence": self.comparison.first_divergence.to_json()
+            if self.comparison and self.comparison.first_divergence
+            else None,
+        }
+        if self.recovery is not None:
+            data["recovery"] = self.recovery.to_json()
+        if self.lens is not None:
+            data["lens"] = {**self.lens, "lens": self.lens["lens"].to_json()}
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Branch":
+        lens = data.get("lens")
+        if lens is not None:
+            lens = {**lens, "lens": Lens.from_json(lens["lens"])}
+        return cls(
+            name=data["name"],
+            parent=data.get("parent"),
+            at_step=data.get("at_step"),
+            intervention=data.get("intervention"),
+            frames=[Frame.from_json(f) for f in data.get("frames", [])],
+            status=data.get("status", "ended"),
+            tokens=dict(data.get("tokens") or {"trace": 0, "processed": 0}),
+            forced_steps=list(data.get("forced_steps") or []),
+            lens=lens,
+        )
+
+
+def _status_text(status) -> str:
+    name = getattr(status, "name", None)
+    return (name or str(status)).lower()
+
+
+class DebugSession:
+    """The truth, the model's branches, their comparisons; save and load."""
+
+    def __init__(
+        self,
+        program: Program,
+        backend=None,
+        options=None,
+        limits: Limits | None = None,
+        truth: Trace | None = None,
+        interpreter: Interpreter | None = None,
+    ) -> None:
+        self.program = program
+        self.backend = backend
+        self.options = options if options is not None else _default_options()
+        self.limits = limits or Limits()
+        self.branches: list[Branch] = []
+        self.model_name = getattr(backend, "name", "") if backend is not None else ""
+        self.model_description = getattr(backend, "description", "") if backend is not None else ""
+        self._truth = truth
+        self._interpreter = interpreter
+        self._lock = threading.RLock()
+
+    # -- the truth -------------------------------------------------------------------------
+    @property
+    def truth(self) -> Trace:
+        if self._truth is None:
+            self.run_truth()
+        return self._truth
+
+    def run_truth(self, on_frame: Callable[[Frame], None] | None = None) -> Trace:
+        """Run the program under the real interpreter (once; later calls return the same trace)."""
+        with self._lock:
+            if self._truth is not None:
+                return self._truth
+            if self._interpreter is not None:
+                trace = self._interpreter.trace(self.program, self.limits, on_frame)
+            else:
+                with Interpreter() as interpreter:
+                    trace = interpreter.trace(self.program, self.limits, on_frame)
+            self._truth = trace
+            return trace
+
+    def _entry_frame(self) -> Frame:
+        truth = self.truth
+        if not truth.frames or truth.frames[0].event is not Event.CALL:
+            raise SessionError(
+                f"{self.program.path}: the entry {self.program.entry}() never ran ({truth.status.describe()}), "
+                "so there is nothing for the model to predict"
+            )
+        return truth.frames[0]
+
+    # -- branches --------------------------------------------------------------------------
+    @property
+    def main(self) -> Branch | None:
+        return self.branches[0] if self.branches else None
+
+    def branch(self, name: str) -> Branch:
+        for branch in self.branches:
+            if branch.name == name:
+                return branch
+        raise SessionError(f"no branch named {name!r}")
+
+    def children(self, name: str) -> list[Branch]:
+        return [b for b in self.branches if b.parent == name]
+
+    def _unique(self, name: str) -> str:
+        taken = {b.name for b in self.branches}
+        if name not in taken:
+            return name
+        n = 2
+        while f"{name}.{n}" in taken:
+            n += 1
+        return f"{name}.{n}"
+
+    def _need_model(self) -> None:
+        if self.backend is None:
+            raise SessionError("this session was opened without a model: rerun it with a model to branch")
+        if not getattr(self.backend, "can_generate", True):
+            raise SessionError(
+                "this is a replay of recorded generations: overrides need a live model (--model or --server)"
+            )
+
+    def _new_rollout(self):
+        from .model.rollout import Rollout
+
+        return Rollout(self.backend, self.program, self._entry_frame(), self.options)
+
+    def _run(self, branch: Branch, rollout, on_frame, cancel) -> Branch:
+        def forward(frame: Frame) -> None:
+            branch.frames = list(rollout.frames)
+            if on_frame is not None:
+                on_frame(branch, len(rollout.frames) - 1, frame)
+
+        rollout.run(on_frame=forward, cancel=cancel)
+        self._refresh(branch)
+        return branch
+
+    def _refresh(self, branch: Branch) -> None:
+        """Take the rollout's frames and status, and compare them with the truth."""
+        rollout = branch.rollout
+        if rollout is not None:
+            branch.frames = list(rollout.frames)
+            branch.status = _status_text(rollout.status)
+            branch.tokens = {
+                "trace": int(getattr(rollout, "tokens_used", 0)),
+                "processed": int(getattr(rollout, "tokens_processed", 0)),
+            }
+        self.compare_branch(branch)
+
+    def compare_branch(self, branch: Branch) -> Comparison:
+        """(Re)compare a branch with the truth; cheap enough to call while it streams."""
+        comparison = compare(self.truth, branch.frames, branch.status)
+        branch.comparison = comparison
+        if branch.at_step is not None and branch.intervention and branch.intervention.get("kind") != "teacher_force":
+            row = comparison.row_of_model(branch.at_step)
+            branch.recovery = recovery(comparison, row if row is not None else branch.at_step)
+        return comparison
+
+    def run_main(self, on_frame: FrameCallback | None = None, cancel=None) -> Branch:
+        """The model's own rollout from the entry call (branch ``main``)."""
+        self._need_model_for_run()
+        rollout = self._new_rollout()
+        with self._lock:
+            if self.branches and self.branches[0].name == "main":
+                self.branches.pop(0)
+            branch = Branch("main", rollout=rollout, frames=list(rollout.frames))
+            self.branches.insert(0, branch)
+        if on_frame is not None and rollout.frames:
+            on_frame(branch, 0, rollout.frames[0])
+        return self._run(branch, rollout, on_frame, cancel)
+
+    def _need_model_for_run(self) -> None:
+        if self.backend is None:
+            raise SessionError("this session was opened without a model: there is nothing to run")
+
+    def override(
+        self,
+        branch: Branch | str,
+        step: int,
+        action: str | None = None,
+        locals: dict[str, str] | None = None,
+        on_frame: FrameCallback | None = None,
+        cancel=None,
+        source: str | None = None,
+    ) -> Branch:
+        """A new branch: ``branch``'s frames up to ``step``, then the intervention, then the model.
+
+        ``action`` replaces the model's source line at ``step`` (the real next line, another line
+        of the program, or typed text); ``locals`` replaces the state before that line. With only
+        an action, the model writes the event and state of step ``step`` itself and the action
+        is forced; where the real line is forced onto a step whose event the model got wrong,
+        the truth's whole frame is forced so the paths line up.
+        """
+        self._need_model()
+        parent = self.branch(branch) if isinstance(branch, str) else branch
+        if action is None and locals is None:
+            raise SessionError("an override needs a new action or new locals")
+        if not 0 <= step <= len(parent.frames):
+            raise SessionError(f"step {step} is outside branch {parent.name!r} (0..{len(parent.frames)})")
+        if step == 0 and action is not None:
+            raise SessionError("step 0 is the entry call, forced from the truth: override a later step")
+        if action is not None and not action.endswith("\n"):
+            action += "\n"
+        truth = self.truth.frames
+        kind = "action" if locals is None else ("locals" if action is None else "action+locals")
+        if source is None and action is not None:
+            real = truth[step].action if step < len(truth) else None
+            if real is not None and tokens.strip_marker(action) == tokens.strip_marker(real):
+                source = "truth"
+            elif action in self.program.lines or tokens.strip_marker(action) in [tokens.strip_marker(l) for l in self.program.lines]:
+                source = "line"
+            else:
+                source = "typed"
+        intervention = {"kind": kind, "step": step, "source": source}
+        if action is not None:
+            intervention["action"] = action
+        if locals is not None:
+            intervention["locals"] = dict(locals)
+
+        rollout = self._new_rollout()
+        for frame in parent.frames[1:step]:
+            rollout.force(frame, origin=frame.origin or "forced")
+        name = self._unique(f"{parent.name}/{step}")
+        child = Branch(name, parent=parent.name, at_step=step, intervention=intervention, rollout=rollout)
+        with self._lock:
+            self.branches.append(child)
+        model_frame = parent.frames[step] if step < len(parent.frames) else None
+        if locals is not None:
+            base = model_frame if model_frame is not None and model_frame.event is not None else (truth[step] if step < len(truth) else None)
+            if base is None:
+                raise SessionError(f"there is no frame at step {step} to edit")
+            edited = Frame(
+                base.event if base.event in (Event.CALL, Event.LINE) else Event.LINE,
+                action if action is not None else base.action,
+                dict(locals),
+            )
+            rollout.force(edited, origin="edited")
+        else:
+            expected = truth[step] if step < len(truth) else None
+            real = source == "truth" and expected is not None
+            # The real line comes with its real event (a loop test, not a return): forced too.
+            frame = rollout.step(force_action=action, force_event=expected.event if real else None, cancel=cancel)
+            if real and (frame is None or frame.is_error or frame.event is not expected.event):
+                rollout.rewind(step)
+                rollout.force(expected, origin="forced")
+                intervention["forced_frame"] = True
+        child.frames = list(rollout.frames)
+        if on_frame is not None and len(rollout.frames) > step:
+            on_frame(child, step, rollout.frames[step])
+        return self._run(child, rollout, on_frame, cancel)
+
+    def override_with_truth(self, branch: Branch | str, step: int, **kwargs) -> Branch:
+        """Override step ``step`` with the interpreter's real next line."""
+        truth = self.truth.frames
+        if step >= len(truth):
+            raise SessionError(f"the interpreter's trace has no step {step}")
+        return self.override(branch, step, action=truth[step].action, source="truth", **kwargs)
+
+    def teacher_forced(self, on_frame: FrameCallback | None = None, cancel=None) -> Branch:
+        """The paper's teacher-forced condition: every action forced from the truth."""
+        self._need_model()
+        rollout = self._new_rollout()
+        name = self._unique("teacher-forced")
+        branch = Branch(name, parent=None, at_step=0, intervention={"kind": "teacher_force", "step": 0}, rollout=rollout)
+        with self._lock:
+            self.branches.append(branch)
+
+        def forward(index: int, frame: Frame) -> None:
+            branch.frames = list(rollout.frames)
+            if on_frame is not None:
+                on_frame(branch, index, frame)
+
+        branch.forced_steps = teacher_force(rollout, self.truth.frames, forward, cancel)
+        self._refresh(branch)
+        return branch
+
+    def remove(self, name: str) -> None:
+        """Drop a branch and everything grown from it (not ``main``)."""
+        if self.main is not None and name == self.main.name:
+            raise SessionError("the main rollout cannot be removed")
+        doomed = {name}
+        changed = True
+        while changed:
+            changed = False
+            for b in self.branches:
+                if b.parent in doomed and b.name not in doomed:
+                    doomed.add(b.name)
+                    changed = True
+        with self._lock:
+            self.branches = [b for b in self.branches if b.name not in doomed]
+
+    # -- the token lens --------------------------------------------------------------------
+    def lens(self, branch: Branch | str, row: int | None = None, variable: str | None = None) -> Lens | None:
+        """The token lens of a differing value at ``row`` (default: the first divergence)."""
+        branch = self.branch(branch) if isinstance(branch, str) else branch
+        comparison = branch.comparison or self.compare_branch(branch)
+        if row is None:
+            if comparison.first_divergence is None:
+                return None
+            row = comparison.first_divergence.step
+        if not 0 <= row < len(comparison.steps):
+            return None
+        step = comparison.steps[row]
+        candidates = [v for v in step.variables if variable is None or v.name == variable]
+        if not candidates:
+            return None
+        diff = candidates[0]
+        stored = branch.lens
+        if stored is not None and stored.get("step") == row and stored.get("variable") == diff.name:
+            return stored["lens"]
+        pieces = self._pieces()
+        if pieces is None:
+            return None
+        in_locals = diff.name not in ("return", "raise")
+        return token_lens(diff.expected, diff.predicted, pieces, in_locals=in_locals)
+
+    def _pieces(self):
+        if self.backend is not None and hasattr(self.backend, "token_pieces"):
+            try:
+                self.backend.token_pieces("x")
+            except Exception:  # noqa: BLE001 - a replay without a tokenizer cannot split text
+                return None
+            return self.backend.token_pieces
+        if self.model_name == "bundled":
+            return byte_pieces  # the bundled model is byte-level: no tokenizer needed
+        return None
+
+    def _remember_lenses(self) -> None:
+        for branch in self.branches:
+            comparison = branch.comparison
+            first = comparison.first_divergence if comparison else None
+            if first is None or not first.string_valued or not first.variables:
+                continue
+            if branch.lens is not None and branch.lens.get("step") == first.step:
+                continue
+            lens = self.lens(branch, first.step, first.variables[0])
+            if lens is not None:
+                branch.lens = {"step": first.step, "variable": first.variables[0], "lens": lens}
+
+    # -- save and load ---------------------------------------------------------------------
+    def to_json(self) -> dict:
+        self._remember_lenses()
+        return {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "program": self.program.to_json(),
+            "truth": self.truth.to_json(),
+            "settings": {"rollout": _options_json(self.options), "limits": asdict(self.limits)},
+            "model": {"name": self.model_name, "description": self.model_description},
+            "branches": [b.to_json() for b in self.branches],
+        }
+
+    def save(self, path: str) -> None:
+        data = self.to_json()
+        tmp = f"{path}.tmp{os.getpid()}"
+        try:
+            with open(tmp, "w", encoding="utf-8") as handle:
+                json.dump(data, handle, ensure_ascii=False)
+                handle.write("\n")
+            os.replace(tmp, path)
+        except OSError as exc:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise SessionError(f"{path}: cannot write the session ({exc.strerror or exc})") from None
+
+    @classmethod
+    def from_json(cls, data: dict, backend=None) -> "DebugSession":
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise SessionError("not a cwmtui session file")
+        version = data.get("version")
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise SessionError(f"session format version {version} is newer than this cwmtui reads ({FORMAT_VERSION})")
+        try:
+            program = Program.from_json(data["program"])
+            truth = Trace.from_json(data["truth"])
+            settings = data.get("settings") or {}
+            options = _options_from_json(settings.get("rollout") or {})
+            limits = Limits(**(settings.get("limits") or {}))
+            branches = [Branch.from_json(b) for b in data.get("branches", [])]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SessionError(f"the session file is damaged ({exc.__class__.__name__}: {exc})") from None
+        session = cls(program, backend, options, limits, truth=truth)
+        model = data.get("model") or {}
+        if backend is None:
+            session.model_name = model.get("name", "")
+            session.model_description = model.get("description", "")
+        session.branches = branches
+        for branch in branches:
+            session.compare_branch(branch)
+        return session
+
+    @classmethod
+    def load(cls, path: str, backend=None) -> "DebugSession":
+        """Reopen a saved session; without ``backend`` it is read-only (no new branches)."""
+        try:
+            with open(path, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except FileNotFoundError:
+            raise SessionError(f"{path}: no such file") from None
+        except OSError as exc:
+            raise SessionError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+        except ValueError:
+            raise SessionError(f"{path}: not a cwmtui session file (not JSON)") from None
+        try:
+            return cls.from_json(data, backend)
+        except SessionError as exc:
+            raise SessionError(f"{path}: {exc}") from None
+
+    # -- text ------------------------------------------------------------------------------
+    def branch_text(self, branch: Branch | str) -> str:
+        """A branch's frames in CWM text (what the model saw and wrote after the prompt)."""
+        branch = self.branch(branch) if isinstance(branch, str) else branch
+        ended = branch.status == "ended"
+        return render_frames(branch.frames, end=ended)
+
+
+def _default_options():
+    try:
+        from .model.rollout import RolloutOptions
+    except ImportError:  # the model package is optional for reading sessions
+        return None
+    return RolloutOptions()
+
+
+def _options_json(options) -> dict:
+    if options is None:
+        return {}
+    try:
+        return asdict(options)
+    except TypeError:
+        return dict(vars(options))
+
+
+def _options_from_json(data: dict):
+    try:
+        from .model.rollout import RolloutOptions
+    except ImportError:
+        return None
+    known = {f.name for f in fields(RolloutOptions)}
+    return RolloutOptions(**{k: v for k, v in data.items() if k in known})

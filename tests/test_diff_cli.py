@@ -1,0 +1,128 @@
+"""``cwmtui diff`` on replayed generations: exit codes, the table, the --json shape, --save."""
+
+import json
+
+import pytest
+
+from cwmtui.cli import main
+from cwmtui.session import DebugSession
+
+from .conftest import ROOT
+
+REAL = str(ROOT / "tests" / "fixtures" / "cwm_cruxeval_generations.jsonl")
+SAMPLE_0 = next(json.loads(line) for line in open(REAL) if '"sample_0"' in line)
+
+
+def run(capsys, *argv):
+    code = main(["diff", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def replay_file(tmp_path, generation, name="case"):
+    path = tmp_path / f"{name}.jsonl"
+    record = {key: SAMPLE_0[key] for key in ("code", "input")}
+    path.write_text(json.dumps({"id": name, **record, "generation": generation}) + "\n")
+    return str(path)
+
+
+def test_agreeing_trace_exits_0_with_the_documented_json(capsys):
+    code, out, err = run(capsys, "--replay", REAL, "--id", "sample_0", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["verdict"] == "agree" and data["first_divergence"] is None
+    assert set(data["tokens"]) == {"trace", "processed"} and data["tokens"]["trace"] > 0
+    assert len(data["steps"]) == 21
+    step = data["steps"][3]
+    assert {"step", "kind", "truth", "model", "variables", "changed"} <= set(step)
+    assert step["kind"] == "match"
+    assert "recovery" not in data
+
+
+def test_diverging_trace_exits_1_and_names_the_regime(capsys):
+    code, out, err = run(capsys, "--replay", REAL, "--id", "sample_4", "--json")
+    assert code == 1
+    first = json.loads(out)["first_divergence"]
+    assert {k: first[k] for k in ("step", "kind", "variables", "string_valued")} == {
+        "step": 5,
+        "kind": "state",
+        "variables": ["s"],
+        "string_valued": True,
+    }
+    assert first["regime"] == "string-valued state"
+
+
+def test_table_shows_both_timelines_and_the_explanation(capsys):
+    code, out, err = run(capsys, "--replay", REAL, "--id", "sample_23")
+    assert code == 1
+    assert "interpreter" in out and "model" in out
+    assert "first divergence: step 5" in out
+    assert "string-valued state" in out
+    assert "XQuery 2.2" in out and "XQuery 2." in out
+
+
+def test_model_writing_the_marker_into_the_entry_frame_still_agrees(capsys, tmp_path):
+    entry = "<|call_sep|>{}<|action_sep|>def main():  # << START_OF_TRACE\n<|frame_sep|>"
+    path = replay_file(tmp_path, entry + SAMPLE_0["generation"])
+    code, out, err = run(capsys, "--replay", path, "--json")
+    assert code == 0, err
+    assert json.loads(out)["verdict"] == "agree"
+
+
+@pytest.mark.parametrize(
+    "cut, kind",
+    [
+        (lambda g: g[: g.index("<|line_sep|>", 600)], "budget"),  # the recording stops mid-trace
+        (lambda g: g[: g.index("<|return_sep|>")] + "<|end_of_text|>", "truncated"),  # EOS too early
+        (lambda g: g.replace("<|end_of_text|>", "<|line_sep|>{}<|action_sep|>    return f([1])\n<|frame_sep|>"), "extra"),
+        (lambda g: g.replace('{"nums": "..", "output": "[]"}', '{"nums": "..", "output": []}', 1), "format"),
+        (lambda g: g.replace('"n": "3"', '"n": "1"', 1), "state"),
+    ],
+)
+def test_each_kind_of_failure_from_a_replay(capsys, tmp_path, cut, kind):
+    path = replay_file(tmp_path, cut(SAMPLE_0["generation"]))
+    code, out, err = run(capsys, "--replay", path, "--json")
+    assert code == 1, err
+    assert json.loads(out)["first_divergence"]["kind"] == kind
+
+
+def test_save_writes_a_session_that_reopens_with_the_same_comparison(capsys, tmp_path):
+    saved = tmp_path / "s.json"
+    code, out, err = run(capsys, "--replay", REAL, "--id", "sample_19", "--json", "--save", str(saved))
+    assert code == 1
+    printed = json.loads(out)
+    session = DebugSession.load(str(saved))
+    assert session.main.comparison.to_json()["steps"] == printed["steps"]
+    assert session.main.comparison.first_divergence.to_json() == printed["first_divergence"]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--replay", REAL], "pass --id"),
+        (["--replay", REAL, "--id", "nope"], "no generation with id 'nope'"),
+        (["--replay", REAL, "--id", "sample_4", "--override", "3"], "needs a live model"),
+        (["--replay", REAL, "--id", "sample_4", "--teacher-force"], "needs a live model"),
+        (["--replay", REAL, "--id", "sample_4", "--override", "x"], "STEP or STEP:LINE"),
+        ([], "give a PROGRAM"),
+        (["missing.py", "--replay", REAL, "--id", "sample_4"], "no such file"),
+    ],
+)
+def test_errors_are_one_line_and_exit_2(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+
+
+def test_without_a_model_option_it_uses_the_bundled_model_or_says_it_is_missing(capsys, tmp_path):
+    from cwmtui.model.backend import bundled_problem
+
+    if bundled_problem() is None:
+        pytest.skip("the bundled model is installed here")
+    program = tmp_path / "p.py"
+    program.write_text("def f(x):  # << START_OF_TRACE\n    return x + 1\n\nf(1)\n")
+    code, out, err = run(capsys, str(program))
+    assert code == 2
+    assert "bundled model is not installed" in err

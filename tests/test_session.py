@@ -1,0 +1,199 @@
+"""DebugSession: the main rollout, interventions as branches, recovery, teacher forcing, save/load.
+
+The world model is tests/world_models.OracleBackend: it continues any prompt with the truth's
+next frame, except where it is told to make a mistake, so every outcome here is known exactly.
+"""
+
+import threading
+
+import pytest
+
+from cwmtui.analysis.compare import StepKind
+from cwmtui.interpreter import load_program, program_from_source
+from cwmtui.model.replay import ReplayBackend, load_replay
+from cwmtui.session import DebugSession, SessionError
+
+from .conftest import GOLDEN, ROOT
+from .world_models import OracleBackend, both, wrong_line, wrong_return, wrong_value
+
+LOOP = """\
+def total(xs):  # << START_OF_TRACE
+    acc = 0
+    for x in xs:
+        acc += x
+    return acc
+
+total([4, 7, 10])
+"""
+
+
+@pytest.fixture(scope="module")
+def strawberry(interpreter):
+    program = load_program(str(GOLDEN / "strawberry.py"), call="f('r')")
+    return program, interpreter.trace(program)
+
+
+@pytest.fixture(scope="module")
+def loop(interpreter):
+    program = program_from_source(LOOP, "loop.py")
+    return program, interpreter.trace(program)
+
+
+def session_with(case, **mistakes):
+    program, truth = case
+    return DebugSession(program, OracleBackend(program, truth.frames, **mistakes), truth=truth)
+
+
+LOOP_AGAIN = "        n += int(c == letter)\n"  # instead of `return n` after the last letter
+
+
+def test_main_rollout_streams_frames_and_is_compared(strawberry):
+    session = session_with(strawberry, mistakes={26: wrong_line(LOOP_AGAIN)})
+    seen = []
+    main = session.run_main(on_frame=lambda branch, index, frame: seen.append((branch.name, index)))
+    assert [i for _, i in seen] == list(range(len(main.frames)))
+    assert {name for name, _ in seen} == {"main"}
+    assert main.status == "ended"
+    assert main.frames[0].origin == "forced" and main.frames[1].origin == "generated"
+    first = main.comparison.first_divergence
+    assert (first.kind, first.step, first.regime) == ("action", 26, "action hallucination")
+    assert main.tokens["trace"] > 0 and main.tokens["processed"] > 0
+
+
+def test_override_with_the_real_line_recovers_and_holds(strawberry):
+    session = session_with(strawberry, mistakes={26: wrong_line(LOOP_AGAIN)})
+    main = session.run_main()
+    branch = session.override_with_truth(main, 26)
+    assert branch.parent == "main" and branch.at_step == 26
+    assert branch.intervention["source"] == "truth"
+    assert branch.frames[26].action == "    return n\n"
+    assert branch.comparison.verdict == "agree"
+    recovery = branch.recovery
+    assert (recovery.recovered_at, recovery.held_to_end, recovery.first_divergence) == (27, True, None)
+    assert recovery.held_for == len(session.truth.frames) - 27
+    assert session.children("main") == [branch]
+
+
+def test_override_with_another_source_line_diverges_as_asked(strawberry):
+    session = session_with(strawberry)
+    main = session.run_main()
+    assert main.comparison.verdict == "agree"
+    branch = session.override(main, 5, action="    return n")  # skip the loop
+    assert branch.intervention["source"] == "line"
+    assert branch.comparison.steps[5].kind is StepKind.ACTION
+    assert branch.comparison.first_divergence.step == 5
+
+
+def test_editing_the_locals_fixes_a_sticky_state_error(strawberry):
+    program, truth = strawberry
+    # the model believes n is 9 from step 11 to the end of the loop
+    session = session_with(strawberry, mistakes={i: wrong_value("n", "9") for i in range(11, 27)})
+    main = session.run_main()
+    assert (main.comparison.first_divergence.kind, main.comparison.first_divergence.variables) == ("state", ["n"])
+    branch = session.override(main, 11, locals=dict(truth.frames[11].locals))
+    assert branch.intervention["kind"] == "locals"
+    assert branch.frames[11].origin == "edited" and branch.frames[11].locals["n"] == "1"
+    assert branch.comparison.steps[11].kind is StepKind.MATCH
+    # the model keeps its belief on the following steps; state matches again after the loop returns
+    assert branch.recovery.recovered_at == 27
+    assert branch.recovery.held_to_end
+
+
+def test_no_recovery_when_the_model_never_gets_it_right(loop):
+    program, truth = loop
+    every = {i: both(wrong_value("acc", "99"), wrong_return("99")) for i in range(3, len(truth.frames))}
+    session = session_with(loop, mistakes=every)
+    main = session.run_main()
+    branch = session.override(main, 3, locals=dict(truth.frames[3].locals))
+    assert branch.recovery.recovered_at is None
+    assert branch.recovery.first_divergence.kind == "state"
+    assert "never matches" in branch.recovery.describe()
+
+
+def test_teacher_forcing_removes_action_errors_and_keeps_state_errors(strawberry):
+    session = session_with(strawberry, mistakes={26: wrong_line(LOOP_AGAIN), 30: wrong_value("count", "4")})
+    main = session.run_main()
+    assert main.comparison.first_divergence.kind == "action"
+    forced = session.teacher_forced()
+    assert forced.name == "teacher-forced" and forced.status == "ended"
+    assert forced.forced_steps == []
+    first = forced.comparison.first_divergence
+    assert (first.kind, first.step, first.variables) == ("state", 30, ["count"])
+    assert all(s.truth_index == s.model_index for s in forced.comparison.steps)
+
+
+def test_teacher_forcing_forces_the_whole_frame_where_the_model_would_end(loop):
+    program, truth = loop
+    session = session_with(loop, end_at=4)
+    forced = session.teacher_forced()
+    assert forced.forced_steps == [4]
+    assert forced.frames[4].origin == "forced"
+    assert forced.comparison.verdict == "agree"
+
+
+def test_cancelled_rollout_is_pending_not_divergent(strawberry):
+    session = session_with(strawberry)
+    stop = threading.Event()
+
+    def on_frame(branch, index, frame):
+        if index == 5:
+            stop.set()
+
+    main = session.run_main(on_frame=on_frame, cancel=stop)
+    assert main.status == "cancelled"
+    assert main.comparison.verdict == "pending"
+    assert main.comparison.first_divergence is None
+
+
+def test_saved_session_reopens_offline_with_identical_comparisons(strawberry, tmp_path):
+    program, truth = strawberry
+    session = session_with(strawberry, mistakes={2: wrong_value("word", "'strawbery'"), 26: wrong_line(LOOP_AGAIN)})
+    main = session.run_main()
+    session.override_with_truth(main, 26)
+    session.override(main, 2, locals=dict(truth.frames[2].locals))
+    session.teacher_forced()
+    lens = session.lens(main)
+    assert lens is not None and any(p.differs for p in lens.expected)
+    path = tmp_path / "session.json"
+    session.save(str(path))
+
+    again = DebugSession.load(str(path))
+    assert again.backend is None
+    assert again.program == program
+    assert again.truth.frames == truth.frames
+    assert again.model_name == "oracle"
+    assert [b.name for b in again.branches] == [b.name for b in session.branches]
+    for before, after in zip(session.branches, again.branches):
+        assert after.comparison.to_json() == before.comparison.to_json(), before.name
+        assert (after.recovery.to_json() if after.recovery else None) == (before.recovery.to_json() if before.recovery else None)
+        assert after.intervention == before.intervention and after.tokens == before.tokens
+        assert [f.origin for f in after.frames] == [f.origin for f in before.frames]
+    assert again.lens("main") == lens  # the token lens comes back without the tokenizer
+    with pytest.raises(SessionError, match="without a model"):
+        again.override("main", 26, action="    return n\n")
+
+
+def test_loading_bad_files_says_what_is_wrong(tmp_path):
+    missing = tmp_path / "nope.json"
+    with pytest.raises(SessionError, match="no such file"):
+        DebugSession.load(str(missing))
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(SessionError, match="not JSON"):
+        DebugSession.load(str(bad))
+    other = tmp_path / "other.json"
+    other.write_text('{"format": "something-else"}')
+    with pytest.raises(SessionError, match="not a cwmtui session"):
+        DebugSession.load(str(other))
+
+
+def test_replayed_generation_runs_as_main_and_refuses_overrides(interpreter):
+    path = ROOT / "tests" / "fixtures" / "cwm_cruxeval_generations.jsonl"
+    (record,) = [r for r in load_replay(str(path)) if r.id == "sample_4"]
+    backend = ReplayBackend(record)
+    session = DebugSession(record.program, backend, interpreter=interpreter)
+    main = session.run_main()
+    first = main.comparison.first_divergence
+    assert (first.kind, first.variables, first.string_valued) == ("state", ["s"], True)
+    with pytest.raises(SessionError, match="replay"):
+        session.override(main, 5, locals={"array": "[]", "s": "''"})
