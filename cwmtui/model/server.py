@@ -60,7 +60,7 @@ class _Http:
             try:
                 response = self.client.request(method, url, json=payload)
             except httpx.TimeoutException:
-                problem = f"no answer within {self.timeout:g} s (timed out)"
+                problem = f"timed out: no answer within {self.timeout:g} s"
                 continue
             except httpx.ConnectError:
                 problem = "unreachable (is the server running? is the URL right?)"
@@ -85,7 +85,7 @@ class _Http:
             if not isinstance(data, dict):
                 raise ModelError(f"{url}: the server's answer is not a JSON object")
             return data
-        tries = f" ({attempts} tries)" if attempts > 1 else ""
+        tries = f"; gave up after {attempts} tries" if attempts > 1 else ""
         raise ModelError(f"{url}: {problem}{tries}")
 
     def close(self) -> None:

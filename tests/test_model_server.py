@@ -1,0 +1,324 @@
+"""The server backend against real HTTP servers on 127.0.0.1 that speak the vLLM and fgserve
+wire formats with scripted token ids: whole rollouts, errors, timeouts, dropped connections."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from cwmtui.interpreter import program_from_source
+from cwmtui.model import ModelError, Rollout, RolloutStatus, open_backend
+from cwmtui.model.byte_tokenizer import build_byte_tokenizer
+from cwmtui.model.server import ServerBackend
+from cwmtui.trace import tokens
+from cwmtui.trace.render import frames_segments, prompt_segments
+
+SOURCE = "def f(n):  # << START_OF_TRACE\n    s = n * 2\n    return s\n"
+TOKENIZER = build_byte_tokenizer()
+FRAME_SEP = TOKENIZER.convert_tokens_to_ids(tokens.FRAME_SEP)
+EOS = TOKENIZER.eos_token_id
+
+
+class FakeServer:
+    """A scripted model behind HTTP. ``script`` is the whole token sequence the "model" knows;
+    it continues any prompt that is a prefix of it. ``actions`` (per path) override answers:
+    ``("status", code, body)``, ``("drop",)``, ``("sleep", seconds)``."""
+
+    def __init__(self, kind: str = "vllm", ids_in: str = "token_ids", include_stop: bool = False) -> None:
+        self.kind = kind
+        self.ids_in = ids_in
+        self.include_stop = include_stop
+        self.script: list[int] = []
+        self.requests: list[tuple[str, dict | None]] = []
+        self.actions: dict[str, list[tuple]] = {}
+        self.cached_tokens: int | None = None
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _body(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                return json.loads(self.rfile.read(length)) if length else None
+
+            def _send(self, code: int, data) -> None:
+                body = json.dumps(data).encode() if not isinstance(data, bytes) else data
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _handle(self, method: str) -> None:
+                payload = self._body() if method == "POST" else None
+                fake.requests.append((self.path, payload))
+                queue = fake.actions.get(self.path)
+                if queue:
+                    action = queue.pop(0)
+                    if action[0] == "status":
+                        self._send(action[1], action[2])
+                        return
+                    if action[0] == "drop":
+                        self.close_connection = True
+                        self.request.shutdown(socket.SHUT_RDWR)
+                        return
+                    if action[0] == "sleep":
+                        time.sleep(action[1])
+                code, data = fake.answer(method, self.path, payload)
+                self._send(code, data)
+
+            def do_GET(self):
+                self._handle("GET")
+
+            def do_POST(self):
+                self._handle("POST")
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def continuation(self, prompt: list[int], stops: set[int], max_tokens: int) -> list[int]:
+        assert prompt == self.script[: len(prompt)], "the prompt is not a prefix of the script"
+        out: list[int] = []
+        for token in self.script[len(prompt) : len(prompt) + max_tokens]:
+            out.append(token)
+            if token in stops or token == EOS:
+                break
+        return out
+
+    def answer(self, method: str, path: str, payload):
+        if self.kind == "vllm":
+            if path == "/v1/models":
+                return 200, {"object": "list", "data": [{"id": "facebook/cwm", "object": "model"}]}
+            if path == "/tokenize":  # vLLM parses special-token strings in the text
+                ids = TOKENIZER.encode(payload["prompt"], add_special_tokens=False)
+                return 200, {"tokens": ids, "count": len(ids), "max_model_len": 131072}
+            if path == "/detokenize":
+                return 200, {"prompt": TOKENIZER.decode(payload["tokens"])}
+            if path == "/v1/completions":
+                out = self.continuation(payload["prompt"], set(payload["stop_token_ids"]), payload["max_tokens"])
+                stop_reason = None
+                finish = "length"
+                if out and (out[-1] in payload["stop_token_ids"] or out[-1] == EOS):
+                    finish = "stop"
+                    if out[-1] != EOS:
+                        stop_reason = out[-1]
+                    if not self.include_stop:
+                        out = out[:-1]  # as vLLM does with special stop tokens
+                choice = {"index": 0, "text": TOKENIZER.decode(out), "finish_reason": finish, "stop_reason": stop_reason}
+                if self.ids_in == "token_ids":
+                    choice["token_ids"] = out
+                else:
+                    choice["logprobs"] = {"tokens": [f"token_id:{i}" for i in out], "token_logprobs": [0.0] * len(out)}
+                usage = {"prompt_tokens": len(payload["prompt"]), "completion_tokens": len(out)}
+                if self.cached_tokens is not None:
+                    usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
+                return 200, {"id": "cmpl-1", "object": "text_completion", "choices": [choice], "usage": usage}
+        if self.kind == "fgserve" and path == "/completions":
+            stop = TOKENIZER.convert_tokens_to_ids(payload["stop"]) if payload.get("stop") else None
+            out = self.continuation(payload["prompt"], {stop} if stop is not None else set(), payload["max_tokens"])
+            out = out + self.script[len(payload["prompt"]) + len(out) :][:2]  # fgserve's text match stops late
+            return 200, {"id": "x", "object": "text_completion", "choices": [{"index": 0, "text": "", "tokens": out, "logprobs": None, "finish_reason": "length"}]}
+        return 404, {"detail": "Not Found"}
+
+
+@pytest.fixture
+def program():
+    return program_from_source(SOURCE, "<f>", call="f(4)")
+
+
+@pytest.fixture(scope="module")
+def truth(interpreter):
+    trace = interpreter.trace(program_from_source(SOURCE, "<f>", call="f(4)"))
+    assert trace.status.ok
+    return trace
+
+
+def script_of(program, frames) -> list[int]:
+    ids = []
+    for segment in prompt_segments(program.source) + frames_segments(frames, end=True):
+        if segment in tokens.SPECIAL_TOKENS:
+            ids.append(TOKENIZER.convert_tokens_to_ids(segment))
+        else:
+            ids += TOKENIZER.encode(segment, add_special_tokens=False, split_special_tokens=True)
+    return ids
+
+
+@pytest.fixture
+def vllm():
+    server = FakeServer("vllm")
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tokenizer")
+    TOKENIZER.save_pretrained(path)
+    return str(path)
+
+
+def quick(url: str, **kwargs) -> ServerBackend:
+    return ServerBackend(url, timeout=kwargs.pop("timeout", 2.0), retries=kwargs.pop("retries", 2), backoff=0.01, **kwargs)
+
+
+# -- vLLM ------------------------------------------------------------------------------------
+
+
+def test_a_rollout_over_vllm_reproduces_the_model_frames(vllm, program, truth):
+    vllm.script = script_of(program, truth.frames)
+    with quick(vllm.url) as backend:
+        assert backend.special_ids[tokens.FRAME_SEP] == FRAME_SEP  # looked up through /tokenize
+        assert backend.name == f"vllm {vllm.url} (facebook/cwm)"
+        rollout = Rollout(backend, program, truth.frames[0])
+        assert rollout.run() is RolloutStatus.ENDED
+    assert rollout.frames == truth.frames
+    completions = [p for path, p in vllm.requests if path == "/v1/completions"]
+    assert len(completions) == len(truth.frames)
+    first = completions[0]
+    assert first["prompt"] == rollout.ids[: len(first["prompt"])] and all(isinstance(i, int) for i in first["prompt"])
+    assert first["stop_token_ids"] == [FRAME_SEP] and first["skip_special_tokens"] is False
+    assert first["return_token_ids"] is True and first["return_tokens_as_token_ids"] is True
+    assert first["model"] == "facebook/cwm" and first["temperature"] == 0.0
+
+
+def test_ids_from_logprobs_tokens_and_a_stop_token_left_in(program, truth):
+    server = FakeServer("vllm", ids_in="logprobs", include_stop=True)
+    try:
+        server.script = script_of(program, truth.frames)
+        with quick(server.url) as backend:
+            rollout = Rollout(backend, program, truth.frames[0])
+            rollout.run()
+        assert rollout.frames == truth.frames and rollout.status is RolloutStatus.ENDED
+    finally:
+        server.close()
+
+
+def test_a_forced_action_over_vllm_stops_at_action_sep(vllm, program, truth):
+    vllm.script = script_of(program, truth.frames)
+    with quick(vllm.url) as backend:
+        rollout = Rollout(backend, program, truth.frames[0])
+        frame = rollout.step(force_action=truth.frames[1].action)
+    assert frame == truth.frames[1]
+    completions = [p for path, p in vllm.requests if path == "/v1/completions"]
+    assert completions[0]["stop_token_ids"] == [backend.special_ids[tokens.ACTION_SEP], FRAME_SEP]
+
+
+def test_processed_tokens_come_from_the_server_prefix_cache_report(vllm, program, truth):
+    vllm.script = script_of(program, truth.frames)
+    vllm.cached_tokens = 5
+    with quick(vllm.url) as backend:
+        prompt = vllm.script[:40]
+        completion = backend.complete(prompt, [FRAME_SEP], 10)
+    assert completion.processed == 35
+
+
+def test_remote_tokenizer_keeps_a_literal_special_token_as_text(vllm):
+    with quick(vllm.url) as backend:
+        ids = backend.encode("s = '<|frame_sep|>'")
+        assert FRAME_SEP not in ids
+        assert backend.decode(ids) == "s = '<|frame_sep|>'"
+
+
+def test_an_error_answer_is_one_line_and_not_retried(vllm):
+    with quick(vllm.url) as backend:
+        vllm.actions["/v1/completions"] = [("status", 400, {"object": "error", "message": "This model's maximum context length is 131072 tokens.\nmore", "code": 400})]
+        with pytest.raises(ModelError) as caught:
+            backend.complete([1, 2, 3], [FRAME_SEP], 5)
+    message = str(caught.value)
+    assert "HTTP 400" in message and "maximum context length" in message and "\n" not in message
+    assert [p for p, _ in vllm.requests].count("/v1/completions") == 1
+
+
+def test_server_errors_are_retried_a_bounded_number_of_times(vllm, program, truth):
+    vllm.script = script_of(program, truth.frames)
+    with quick(vllm.url) as backend:
+        vllm.actions["/v1/completions"] = [("status", 503, {"error": {"message": "overloaded"}})]
+        assert backend.complete(vllm.script[:30], [FRAME_SEP], 5).ids == vllm.script[30:35]
+        vllm.actions["/v1/completions"] = [("status", 500, b"boom")] * 3
+        with pytest.raises(ModelError, match=r"HTTP 500: boom; gave up after 3 tries"):
+            backend.complete(vllm.script[:30], [FRAME_SEP], 5)
+
+
+def test_a_timeout_says_so(vllm):
+    with quick(vllm.url, timeout=0.3, retries=1) as backend:
+        vllm.actions["/v1/completions"] = [("sleep", 1.0), ("sleep", 1.0)]
+        started = time.monotonic()
+        with pytest.raises(ModelError, match=r"timed out: no answer within 0.3 s; gave up after 2 tries"):
+            backend.complete([1, 2, 3], [FRAME_SEP], 5)
+        assert time.monotonic() - started < 1.5
+
+
+def test_a_dropped_connection_is_retried(vllm, program, truth):
+    vllm.script = script_of(program, truth.frames)
+    with quick(vllm.url) as backend:
+        vllm.actions["/v1/completions"] = [("drop",)]
+        assert backend.complete(vllm.script[:30], [FRAME_SEP], 5).ids == vllm.script[30:35]
+        vllm.actions["/v1/completions"] = [("drop",)] * 3
+        with pytest.raises(ModelError, match="dropped the connection"):
+            backend.complete(vllm.script[:30], [FRAME_SEP], 5)
+    assert [p for p, _ in vllm.requests].count("/v1/completions") == 5
+
+
+def test_an_unreachable_server_is_one_clear_line():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(ModelError) as caught:
+        quick(f"http://127.0.0.1:{port}", retries=0)
+    assert str(caught.value) == f"http://127.0.0.1:{port}/v1/models: unreachable (is the server running? is the URL right?)"
+
+
+def test_not_a_url():
+    with pytest.raises(ModelError, match="not an http"):
+        ServerBackend("localhost:8000")
+
+
+def test_a_server_without_models_is_not_mistaken_for_vllm():
+    server = FakeServer("fgserve")
+    try:
+        with pytest.raises(ModelError, match="HTTP 404"):
+            quick(server.url)
+    finally:
+        server.close()
+
+
+# -- fgserve ---------------------------------------------------------------------------------
+
+
+def test_a_rollout_over_fgserve(program, truth, tokenizer_dir):
+    server = FakeServer("fgserve")
+    try:
+        server.script = script_of(program, truth.frames)
+        with open_backend(server=server.url, server_kind="fgserve", tokenizer=tokenizer_dir) as backend:
+            rollout = Rollout(backend, program, truth.frames[0])
+            assert rollout.run() is RolloutStatus.ENDED
+        assert rollout.frames == truth.frames
+        payload = [p for path, p in server.requests if path == "/completions"][0]
+        assert payload["stop"] == tokens.FRAME_SEP and isinstance(payload["prompt"], list)
+        assert payload["temperature"] == 0.0 and payload["n"] == 1
+    finally:
+        server.close()
+
+
+def test_fgserve_needs_a_tokenizer():
+    server = FakeServer("fgserve")
+    try:
+        with pytest.raises(ModelError, match="fgserve has no tokenize endpoint: pass --tokenizer PATH"):
+            quick(server.url, kind="fgserve")
+    finally:
+        server.close()
