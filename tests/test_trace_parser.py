@@ -1,6 +1,11 @@
-"""The parser puts model frames back in their scopes: line numbers, functions and depths."""
+"""The parser: frames put back in their scopes (line numbers, functions, depths), and text
+fed in whatever chunks a model's stream delivers."""
 
-from cwmtui.trace import Event, Frame, parse_trace, render_frames
+import pytest
+
+from cwmtui.trace import Event, Frame, TraceParser, parse_trace, render_frames, render_trace
+
+from . import goldens
 
 GENERATOR = """\
 def gen(n):
@@ -57,3 +62,28 @@ def f():  # << START_OF_TRACE
     ]
     parsed = parse_trace(render_frames(frames), source)
     assert parsed.frames == frames
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 13, 64])
+def test_text_fed_in_any_chunks_parses_like_the_whole(size):
+    program = goldens.program("strawberry")
+    text = render_trace(program.source, [], end=False) + goldens.expected_text("strawberry")
+    whole = parse_trace(text)
+    assert len(whole.frames) == 41 and whole.ended
+    parser = TraceParser()
+    streamed = []
+    for start in range(0, len(text), size):  # special tokens get split across chunks
+        streamed += parser.feed(text[start : start + size])
+    streamed += parser.finish()
+    assert streamed == parser.frames == whole.frames
+    assert parser.context == program.source and parser.ended
+
+
+def test_a_chunk_ending_in_what_looks_like_a_token_start_is_text_at_the_end():
+    parser = TraceParser("def f(a):\n    return a <1\n")
+    parser.feed('<|call_sep|>{"a": "1"}<|action_sep|>def f(a):\n<|frame_sep|><|line_sep|>{"a": ".."}<|action_sep|>    return a <')
+    assert parser.pending_text.endswith("    return a <")
+    frames = parser.feed("1\n<|frame_sep|><|")
+    assert [f.action for f in frames] == ["    return a <1\n"] and frames[0].lineno == 2
+    tail = parser.finish()  # "<|" never became a token: an unterminated frame holding it
+    assert len(tail) == 1 and tail[0].raw == "<|"

@@ -52,6 +52,7 @@ class TraceParser:
         self.ended = False  # <|end_of_text|> seen
         self.trailing = ""  # text after <|end_of_text|>
         self._pending: list[str] = []
+        self._carry = ""  # text that may be the first part of a special token
         self._in_context = False
         self._context_parts: list[str] = []
         self._compressor = Compressor()
@@ -59,7 +60,23 @@ class TraceParser:
 
     # -- input ---------------------------------------------------------------------------
     def feed(self, data: str | Iterable[str]) -> list[Frame]:
-        pieces = split_text(data) if isinstance(data, str) and not isinstance(data, Special) else data
+        """Text may arrive in any chunks: a special token split across two is held back until
+        it is whole. Segments (a list of text and :class:`Special` pieces) are taken as given."""
+        if isinstance(data, str) and not isinstance(data, Special):
+            text = self._carry + data
+            cut = _held_back(text)
+            self._carry = text[cut:]
+            pieces = split_text(text[:cut])
+        else:
+            pieces = data
+            if self._carry:
+                pieces = [self._carry, *pieces]
+                self._carry = ""
+        done = self._feed(pieces)
+        self.frames.extend(done)
+        return done
+
+    def _feed(self, pieces: Iterable[str]) -> list[Frame]:
         done: list[Frame] = []
         for piece in pieces:
             if self.ended:
@@ -88,12 +105,14 @@ class TraceParser:
                     self._pending = []
                     continue
             self._pending.append(piece)
-        self.frames.extend(done)
         return done
 
     def finish(self) -> list[Frame]:
         """End of input: a frame still open becomes a format error (the output was cut)."""
         done: list[Frame] = []
+        if self._carry:  # the start of a token that never came: it was text after all
+            carry, self._carry = self._carry, ""
+            done += self._feed([carry])
         if self._in_context:
             self._end_context()
         if self._pending and any(p for p in self._pending):
@@ -104,7 +123,7 @@ class TraceParser:
 
     @property
     def pending_text(self) -> str:
-        return "".join(self._pending)
+        return "".join(self._pending) + self._carry
 
     def _end_context(self) -> None:
         self._in_context = False
@@ -210,6 +229,20 @@ class TraceParser:
             error=error,
             raw="".join(pieces) if error else None,
         )
+
+
+_LONGEST = max(map(len, tokens.SPECIAL_TOKENS))
+
+
+def _held_back(text: str) -> int:
+    """Where the unfinished special token at the end of ``text`` starts (``len(text)``: none)."""
+    start = text.rfind("<", max(0, len(text) - _LONGEST + 1))
+    while start != -1:
+        tail = text[start:]
+        if any(t.startswith(tail) and t != tail for t in tokens.SPECIAL_TOKENS):
+            return start
+        start = text.rfind("<", max(0, len(text) - _LONGEST + 1), start)
+    return len(text)
 
 
 def _merge_text(pieces: list[str]) -> list[str]:
