@@ -1,0 +1,178 @@
+"""Replay: recorded generations open as rollouts whose frames are exactly the recorded ones, in
+both start conventions, with or without the prompt in front; overrides say they need a model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cwmtui.interpreter import cruxeval_program
+from cwmtui.model import (
+    REPLAY_OVERRIDE,
+    ModelError,
+    ReplayBackend,
+    Rollout,
+    RolloutOptions,
+    RolloutStatus,
+    load_replay,
+    open_backend,
+    replay_rollout,
+)
+from cwmtui.trace import parse_trace, render_frames, tokens
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+TRACER = str(FIXTURES / "tracer_generations.jsonl")
+REAL = str(FIXTURES / "cwm_cruxeval_generations.jsonl")
+SEED = tokens.CALL_SEP + "{}" + tokens.ACTION_SEP + "def main():\n" + tokens.FRAME_SEP
+
+
+def replay(path: str, record_id: str, options: RolloutOptions | None = None) -> Rollout:
+    backend = ReplayBackend.open(path, record_id)
+    rollout = Rollout(backend, backend.program, None, options)
+    rollout.run()
+    return rollout
+
+
+def records(path: str) -> dict[str, dict]:
+    with open(path, encoding="utf-8") as handle:
+        return {r["id"]: r for r in map(json.loads, handle)}
+
+
+def test_a_dump_that_starts_after_the_seeded_entry_frame(interpreter):
+    record = records(TRACER)["banana_seeded"]
+    assert not record["generation"].startswith(tokens.CALL_SEP)
+    rollout = replay(TRACER, "banana_seeded")
+    truth = interpreter.trace(cruxeval_program(record["code"], record["input"]))
+    assert rollout.frames == truth.frames and rollout.status is RolloutStatus.ENDED
+    assert [f.origin for f in rollout.frames[:2]] == ["forced", "generated"]
+    assert rollout.text() == SEED + record["generation"]
+
+
+def test_a_dump_that_starts_with_the_entry_frame(interpreter):
+    record = records(TRACER)["banana_entry"]
+    rollout = replay(TRACER, "banana_entry")
+    truth = interpreter.trace(cruxeval_program(record["code"], record["input"]))
+    assert rollout.frames == truth.frames
+    assert {f.origin for f in rollout.frames} == {"generated"}
+    assert rollout.text() == record["generation"]
+
+
+def test_a_program_record_and_a_record_with_the_prompt_in_front(interpreter):
+    by_program = replay(TRACER, "classify_entry")
+    by_prompt = replay(TRACER, "classify_prompt")
+    truth = interpreter.trace(by_program.program)
+    assert by_program.frames == truth.frames == by_prompt.frames
+    assert by_prompt.program.source == by_program.program.source
+    assert any(f.event.value == "exception" for f in truth.frames)
+
+
+def test_a_cut_generation_is_budget_exhaustion_with_the_partial_frame_kept():
+    rollout = replay(TRACER, "classify_cut")
+    full = replay(TRACER, "classify_entry")
+    assert rollout.status is RolloutStatus.BUDGET and "budget exhausted" in rollout.message
+    assert rollout.frames == full.frames[:7]
+    assert len(rollout.partial) == 25 and rollout.partial.startswith(tokens.LINE_SEP)
+
+
+@pytest.mark.parametrize("record_id", list(records(REAL)))
+def test_real_cwm_generations_replay_frame_for_frame(record_id):
+    record = records(REAL)[record_id]
+    program = cruxeval_program(record["code"], record["input"])
+    rollout = replay(REAL, record_id)
+    expected = parse_trace(SEED + record["generation"], program.source)
+    assert rollout.frames == expected.frames and rollout.status is RolloutStatus.ENDED
+    assert rollout.text() == SEED + record["generation"]
+    assert rollout.frames[-1].arg == json.loads(json.dumps(rollout.frames[-1].arg))
+
+
+def test_the_real_generation_that_is_right_matches_the_interpreter(interpreter):
+    record = records(REAL)["sample_0"]
+    truth = interpreter.trace(cruxeval_program(record["code"], record["input"]))
+    assert replay(REAL, "sample_0").frames == truth.frames
+
+
+def test_replay_ignores_live_limits():
+    rollout = replay(TRACER, "banana_entry", RolloutOptions(token_budget=10, frame_tokens=5, max_frames=2))
+    assert rollout.status is RolloutStatus.ENDED and len(rollout.frames) > 2
+
+
+def test_frame_tokens_count_bytes_without_a_tokenizer():
+    rollout = replay(TRACER, "banana_entry")
+    first = rollout.frames[0]
+    text = render_frames([first])
+    assert first.tokens == len(text.encode()) - sum(len(t) - 1 for t in tokens.SPECIAL_TOKENS for _ in range(text.count(t)))
+    assert "byte counts" in rollout.backend.description
+
+
+def test_overrides_on_a_replay_say_they_need_a_live_model():
+    rollout = replay(TRACER, "banana_entry")
+    frames = list(rollout.frames)
+    rollout.rewind(3)
+    with pytest.raises(ModelError) as caught:
+        rollout.step(force_action="    count = 1\n")
+    assert str(caught.value) == REPLAY_OVERRIDE
+    with pytest.raises(ModelError, match="overrides need a live model"):
+        rollout.force(frames[3])
+    assert rollout.run() is RolloutStatus.ENDED and rollout.frames == frames  # navigation still works
+
+
+def test_replay_rollout_takes_text_in_either_convention(interpreter):
+    record = records(TRACER)["banana_seeded"]
+    program = cruxeval_program(record["code"], record["input"])
+    truth = interpreter.trace(program)
+    assert replay_rollout(program, record["generation"]).frames == truth.frames
+    whole = "".join([tokens.BEGIN_OF_TEXT, tokens.TRACE_CONTEXT_START, program.source, tokens.FRAME_SEP])
+    assert replay_rollout(program, whole + render_frames(truth.frames, end=True)).frames == truth.frames
+
+
+def test_replay_of_another_program_is_refused():
+    backend = ReplayBackend.open(TRACER, "banana_entry")
+    other = cruxeval_program("def f(x):\n    return x", "1")
+    with pytest.raises(ModelError, match="recorded for another program"):
+        Rollout(backend, other, None).run()
+
+
+# -- the file and the options ----------------------------------------------------------------
+
+
+def test_open_backend_picks_a_record_by_id():
+    backend = open_backend(replay=TRACER, replay_id="classify_entry")
+    assert not backend.can_generate and backend.record.id == "classify_entry"
+    assert backend.name.endswith("#classify_entry")
+    assert len(load_replay(TRACER)) == 5
+
+
+def test_several_records_need_an_id():
+    with pytest.raises(ModelError, match=r"holds 5 generations: pass --id ID \(e\.g\. banana_seeded, banana_entry, classify_entry, \.\.\.\)"):
+        open_backend(replay=TRACER)
+
+
+def test_an_unknown_id_lists_some():
+    with pytest.raises(ModelError, match=r"no generation with id 'nope' \(ids: banana_seeded, .*\)"):
+        open_backend(replay=TRACER, replay_id="nope")
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ('{"id": 1, "code": "def f(x):\\n    return x", "input": "1"}\n', r":1: no 'generation' text"),
+        ('{"id": 1, "generation": "<|call_sep|>"}\n', r":1: no program: needs 'program', or 'code' and 'input'"),
+        ('{"id": 1, "program": "def f(:\\n", "generation": ""}\n', r":1: <replay 1>: syntax error on line 1"),
+        ('\n{"id": 1,\n', r":2: not valid JSON"),
+        ("[1, 2]\n", r":1: not a JSON object"),
+        ("\n\n", r"holds no generations"),
+    ],
+)
+def test_bad_replay_files_are_one_line(tmp_path, content, message):
+    path = tmp_path / "dump.jsonl"
+    path.write_text(content)
+    with pytest.raises(ModelError, match=message) as caught:
+        open_backend(replay=str(path), replay_id="1")
+    assert "\n" not in str(caught.value)
+
+
+def test_a_missing_replay_file(tmp_path):
+    with pytest.raises(ModelError, match="no such replay file"):
+        open_backend(replay=str(tmp_path / "none.jsonl"))
