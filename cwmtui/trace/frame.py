@@ -120,7 +120,7 @@ class Status(str, enum.Enum):
 class TraceStatus:
     kind: Status
     message: str = ""
-    limit: str | None = None  # "frames" | "time" | "memory" | "output" | "tokens"
+    limit: str | None = None  # "frames" | "time" | "memory" | "output" | "recursion" | "tokens"
 
     @property
     def ok(self) -> bool:
