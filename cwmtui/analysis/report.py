@@ -152,7 +152,12 @@ def breakdown_by_type(records: list[dict]) -> dict:
     table = {}
     for kind in sorted(groups, key=str):
         depths = _group(groups[kind], lambda r: r.get("metadata", {}).get("depth"))
-        cells = {depth: _cell(depths[depth]) for depth in sorted(depths)}
+        cells = {}
+        for depth in sorted(depths):
+            cell = cells[depth] = _cell(depths[depth])
+            forms = _group(depths[depth], lambda r: r.get("metadata", {}).get("form"))
+            if forms:
+                cell["by_form"] = {form: _cell(forms[form])["output_accuracy"] for form in sorted(forms, key=str)}
         p = cells[1]["output_accuracy"] if 1 in cells else None
         for depth, cell in cells.items():
             cell["baseline"] = p**depth if p is not None else None

@@ -9,6 +9,7 @@ from importlib import import_module
 VERBS = {
     "diff": "diff",
     "app": "app",
+    "eval": "eval",
     "open": "open",
     "trace": "trace",
     "train": "train",
@@ -20,6 +21,7 @@ USAGE = """usage: cwmtui PROGRAM [options]      open the trace debugger on PROGR
 
 verbs:
   diff      compare the interpreter's trace with a world model's, step by step (table or --json)
+  eval      run a model over a benchmark suite and print the paper's tables (--out RESULTS.jsonl for triage)
   open      reopen a saved session (SESSION.json) in the debugger
   trace     print the real interpreter's trace of a program (CWM text, JSON or a table)
   train     train the bundled byte-level CWM (checkpoints, --resume, --export)

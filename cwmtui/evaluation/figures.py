@@ -77,6 +77,10 @@ def _depth_panel(axis, report: dict) -> None:
     axis.plot(depths, _percent([c["baseline"] for c in by_depth.values()]), "--", color="grey", label="p^d baseline")
     for form, cells in report.get("by_form", {}).items():
         axis.plot([int(d) for d in cells], _percent([c["output_accuracy"] for c in cells.values()]), ".-", label=str(form))
+    strings = report.get("by_type", {}).get("string") or report.get("by_type", {}).get("String") or {}
+    nested = {int(d): c.get("by_form", {}).get("nested") for d, c in strings.items()}
+    if any(v is not None for v in nested.values()):
+        axis.plot(list(nested), _percent(list(nested.values())), "o-", color="tab:orange", label="string nested")
     reference = PUBLISHED["zoo"]["string_nested"]
     axis.plot(list(reference), _percent(list(reference.values())), "o:", color="tab:orange", alpha=0.5,
               label="Meta CWM string nested (published)")

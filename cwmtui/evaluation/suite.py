@@ -70,7 +70,10 @@ def load_suite(
     if path.is_dir():
         return Suite(path.name or spec, directory_cases(path, count))
     if path.is_file():
-        return Suite(path.stem, jsonl_cases(path, count))
+        cases = jsonl_cases(path, count)
+        names = {case.metadata.get("suite") for case in cases}
+        # a results file of cwmtui eval keeps the suite's name (cruxeval, s5, zoo)
+        return Suite(names.pop() if len(names) == 1 and None not in names else path.stem, cases)
     if not path.exists() and os.sep not in spec and not spec.endswith((".jsonl", ".py")):
         raise SuiteError(f"unknown suite {spec!r}: use cruxeval, s5, zoo, a directory of .py files or a .jsonl file")
     raise SuiteError(f"{spec}: no such file or directory")
@@ -122,7 +125,9 @@ def jsonl_cases(path: Path, count: int | None = None) -> list[Case]:
         if ident in seen:
             raise SuiteError(f"{path}:{number}: id {ident!r} appears twice")
         seen.add(ident)
-        metadata = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
+        metadata = dict(record["metadata"]) if isinstance(record.get("metadata"), dict) else {}
+        if isinstance(record.get("suite"), str) and isinstance(record.get("generation"), str):
+            metadata.setdefault("suite", record["suite"])  # a results file's line
         try:
             if isinstance(record.get("code"), str) and isinstance(record.get("input"), str):
                 program = cruxeval_program(record["code"], record["input"], path=f"<{ident}>")
@@ -145,31 +150,22 @@ def jsonl_cases(path: Path, count: int | None = None) -> list[Case]:
 def s5_cases(lengths: list[int], count: int, seed: int) -> list[Case]:
     from ..suites import s5  # the generator shared with the bundled model's training data
 
-    cases = []
-    for length in lengths:
-        if length < 1:
-            raise SuiteError("--n must be at least 1")
-        for generated in s5.generate(length, count, seed):
-            cases.append(_case_from_generated(generated, {"n": length}))
-    return cases
+    if min(lengths) < 1:
+        raise SuiteError("--n must be at least 1")
+    return [_generated_case(p) for p in s5.generate(lengths, count, seed)]
 
 
 def zoo_cases(depths: list[int], count: int, seed: int) -> list[Case]:
     from ..suites import zoo
 
-    cases = []
-    for depth in depths:
-        if depth < 1:
-            raise SuiteError("--depth must be at least 1")
-        for generated in zoo.generate(depth, count, seed):
-            cases.append(_case_from_generated(generated, {"depth": depth}))
-    return cases
+    if min(depths) < 1:
+        raise SuiteError("--depth must be at least 1")
+    return [_generated_case(p) for p in zoo.generate(depths=depths, count=count, seed=seed)]
 
 
-def _case_from_generated(generated, defaults: dict) -> Case:
-    metadata = dict(defaults)
-    metadata.update(getattr(generated, "metadata", {}) or {})
-    return Case(generated.id, generated.program, metadata)
+def _generated_case(program) -> Case:
+    """A case from a :class:`cwmtui.suites.SuiteProgram` (a Program with ``id`` and ``meta``)."""
+    return Case(program.id, program, dict(program.meta))
 
 
 def _read_jsonl(path: Path):

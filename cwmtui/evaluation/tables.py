@@ -85,9 +85,9 @@ def string_table(report: dict) -> Table:
 
 def by_n_table(report: dict) -> Table:
     published = PUBLISHED["s5"]
-    table = Table(title="S5: output accuracy vs N (swaps)", title_justify="left")
-    for name in ("N", "programs", "free-running", "teacher-forced", "state exact", "Meta free", "Meta forced"):
-        table.add_column(name, justify="right", style="dim" if name.startswith("Meta") else None)
+    table = Table(title="S5: output accuracy vs N (swaps), free-running and teacher-forced", title_justify="left")
+    for name in ("N", "programs", "free", "forced", "state exact", "Meta free", "Meta forced"):
+        table.add_column(name, justify="right", style="dim" if name.startswith("Meta") else None, no_wrap=True)
     for n, cell in report["by_n"].items():
         forced = cell.get("teacher_forced", {})
         n_key = int(n)
@@ -123,6 +123,9 @@ def by_depth_tables(report: dict) -> list[Table]:
     for form, cells in report.get("by_form", {}).items():
         overall.add_row(str(form), *(pct(cells.get(d, {}).get("output_accuracy")) for d in depths))
     string_ref = PUBLISHED["zoo"]["string_nested"]
+    string_cells = report.get("by_type", {}).get("string") or report.get("by_type", {}).get("String")
+    if string_cells:
+        overall.add_row("string, nested", *(pct(string_cells.get(d, {}).get("by_form", {}).get("nested")) for d in depths))
     overall.add_row(Text("Meta CWM, string nested", style="dim"), *(Text(pct(string_ref.get(int(d))), style="dim") for d in depths))
     per_type = Table(title="per type: accuracy (p^d baseline)", title_justify="left")
     per_type.add_column("type")
@@ -151,13 +154,15 @@ def by_depth_chart(report: dict) -> Text:
         Series("Meta CWM string, nested (published)", [string_ref.get(int(d)) for d in xs], "○", "yellow", True),
         Series("p^d baseline", [by_depth[d]["baseline"] for d in xs], "+", "", True),
     ]
-    styles = {"nested": ("◆", "bold green"), "flattened": ("▲", "bold blue")}
+    styles = {"nested": ("◆", "bold green"), "flat": ("▲", "bold blue"), "flattened": ("▲", "bold blue")}
     for form, cells in report.get("by_form", {}).items():
         marker, style = styles.get(form, ("●", "bold"))
         series.append(Series(str(form), [cells.get(d, {}).get("output_accuracy") for d in xs], marker, style))
     string_cells = report.get("by_type", {}).get("string") or report.get("by_type", {}).get("String")
     if string_cells:
-        series.append(Series("string (this model)", [string_cells.get(d, {}).get("output_accuracy") for d in xs], "●", "bold yellow"))
+        nested = [string_cells.get(d, {}).get("by_form", {}).get("nested") for d in xs]
+        if any(v is not None for v in nested):
+            series.append(Series("string, nested (this model)", nested, "●", "bold yellow"))
     series.append(Series("all types", [by_depth[d]["output_accuracy"] for d in xs], "■", "bold"))
     return line_chart("composition: output accuracy vs depth", xs, series, x_label="depth")
 

@@ -1,0 +1,220 @@
+"""``cwmtui eval``: run a model over a benchmark suite and print the paper's tables."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+
+from . import UsageError
+from .options import Parser, warn
+
+SUITE_HELP = "cruxeval, s5, zoo, a directory of .py files, or a JSONL of {id, program | code+input}"
+
+
+def _numbers(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.replace(",", " ").split()]
+    except ValueError:
+        raise UsageError(f"expected whole numbers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise UsageError(f"expected positive whole numbers, got {text!r}")
+    return values
+
+
+def build_parser() -> Parser:
+    from ..model.backend import add_model_options
+
+    parser = Parser(
+        prog="cwmtui eval",
+        description="Run a model over a suite of programs, compare every trace with the interpreter's, print the tables.",
+    )
+    parser.add_argument("suite", nargs="?", help=SUITE_HELP)
+    parser.add_argument("--n", nargs="+", metavar="N", help="s5: numbers of swaps (default 8 16 32 64 128)")
+    parser.add_argument("--depth", nargs="+", metavar="D", help="zoo: composition depths (default 1 2 3 4 5)")
+    parser.add_argument("--count", type=int, metavar="K", help="programs per cell (s5: per N; zoo: per type, depth and form); for files and cruxeval: the first K")
+    parser.add_argument("--teacher-force", action="store_true", help="also run the teacher-forced condition (each frame predicted from the true trace before it)")
+    parser.add_argument("--concurrency", type=int, default=1, metavar="C", help="programs in flight at once (server backends; a local model runs one at a time)")
+    parser.add_argument("--out", metavar="RESULTS.jsonl", help="write one result per program (a replay file: reopen with cwmtui --replay)")
+    parser.add_argument("--json", action="store_true", help="print the report as one JSON object instead of tables")
+    parser.add_argument("--plot", metavar="FILE.png", help="draw the report's curves into a PNG")
+    parser.add_argument("--report", metavar="RESULTS.jsonl", help="print the tables of an earlier run's results file (no model)")
+    add_model_options(parser)
+    parser.epilog = (
+        "--seed also picks the programs of s5 and zoo. With --replay FILE (no --id) the recorded "
+        "generation of each program (matched by id) is scored instead of running a model."
+    )
+    return parser
+
+
+def run(args) -> int:
+    from ..analysis.report import aggregate
+    from ..evaluation.record import ResultsError, read_results
+
+    if args.report:
+        if args.suite:
+            raise UsageError("give either a SUITE to run or --report RESULTS.jsonl, not both")
+        try:
+            records = read_results(args.report)
+        except ResultsError as exc:
+            raise UsageError(str(exc)) from None
+        show(aggregate(records), args)
+        return 0
+    if not args.suite:
+        raise UsageError(f"name a suite: {SUITE_HELP}")
+    return run_suite(args)
+
+
+def run_suite(args) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from ..analysis.report import aggregate
+    from ..evaluation.batch import BatchOptions, BatchRun, trace_suite
+    from ..evaluation.suite import SuiteError, load_suite
+    from ..interpreter import Interpreter
+    from ..model.backend import ModelError, backend_from_args
+    from ..evaluation.batch import RecordedGenerations
+    from ..model.rollout import rollout_options_from_args
+
+    if args.concurrency < 1:
+        raise UsageError("--concurrency must be at least 1")
+    if args.plot and not args.plot.lower().endswith(".png"):
+        raise UsageError(f"--plot {args.plot}: give a .png file name")
+    try:
+        suite = load_suite(
+            args.suite,
+            n=_numbers(" ".join(args.n)) if args.n else None,
+            depth=_numbers(" ".join(args.depth)) if args.depth else None,
+            count=args.count,
+            seed=args.seed,
+        )
+    except SuiteError as exc:
+        raise UsageError(str(exc)) from None
+    rollout = rollout_options_from_args(args)
+    if args.replay:
+        if args.replay_id is not None:
+            raise UsageError("--id opens one program of a replay; cwmtui eval --replay scores every program of the file")
+        try:
+            recorded = RecordedGenerations(args.replay)
+        except ModelError as exc:
+            raise UsageError(str(exc)) from None
+        missing = [c.id for c in suite.cases if not recorded.has(c.id, args.teacher_force)]
+        for ident in missing[:5]:
+            warn(f"cwmtui eval: skipped {ident}: no {'teacher-forced ' if args.teacher_force else ''}generation for it in {args.replay}")
+        if len(missing) > 5:
+            warn(f"cwmtui eval: skipped {len(missing) - 5} more programs without a generation")
+        suite.cases = [c for c in suite.cases if c.id not in set(missing)]
+        if not suite.cases:
+            raise UsageError(f"{args.replay}: no generation for any program of {args.suite}")
+        opened = [recorded]
+        concurrency = 1
+    else:
+        try:
+            first = backend_from_args(args)
+        except ModelError as exc:
+            raise UsageError(str(exc)) from None
+        concurrency = args.concurrency
+        if concurrency > 1 and not getattr(args, "server", None):
+            warn(f"cwmtui eval: --concurrency {concurrency} needs a server backend; a local model runs one program at a time")
+            concurrency = 1
+        opened = [first]
+
+    def open_backend():
+        if opened:
+            return opened.pop()
+        return backend_from_args(args)
+
+    out = open(args.out, "w", encoding="utf-8") if args.out else None
+    console = Console(stderr=True)
+    columns = [
+        TextColumn("{task.description:<13}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+    ]
+    options = BatchOptions(rollout=rollout, teacher_force=args.teacher_force, concurrency=concurrency)
+    lock = threading.Lock()
+    interrupted = False
+    records: list[dict] = []
+    batch = None
+    try:
+        with Progress(*columns, console=console, transient=False, disable=args.json and not console.is_terminal) as progress:
+            truth_task = progress.add_task("ground truth", total=len(suite.cases), rate="")
+            with Interpreter() as interpreter:
+                warn(interpreter.warning)
+                truths = trace_suite(
+                    suite.cases,
+                    options.limits,
+                    on_truth=lambda t: progress.update(truth_task, advance=1, rate=_rate(progress, truth_task, "programs")),
+                    interpreter=interpreter,
+                )
+            usable = [t for t in truths if t.usable]
+            for truth in truths:
+                if not truth.usable:
+                    warn(f"cwmtui eval: skipped {truth.problem()}")
+            model_task = progress.add_task("model", total=len(usable), rate="")
+
+            def on_result(record: dict) -> None:
+                with lock:
+                    if out is not None:
+                        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                        out.flush()
+                    progress.update(model_task, advance=1, rate=_rate(progress, model_task, "programs"))
+
+            batch = BatchRun(suite, open_backend, options, on_result)
+            try:
+                records = batch.run(usable)
+            except KeyboardInterrupt:
+                interrupted = True
+                records = []
+    except ModelError as exc:
+        raise UsageError(str(exc)) from None
+    finally:
+        if out is not None:
+            out.close()
+        for backend in opened:
+            backend.close()
+    if batch is not None and batch.errors:
+        for error in batch.errors[:5]:
+            print(f"cwmtui: error: {error}", file=sys.stderr)
+        return 2
+    if interrupted:
+        print("cwmtui: interrupted" + (f"; finished programs are in {args.out}" if args.out else ""), file=sys.stderr)
+        return 130
+    if not records:
+        raise UsageError(f"{args.suite}: no program could be evaluated")
+    show(aggregate(records, suite.name), args)
+    return 0
+
+
+def _rate(progress, task_id, unit: str) -> str:
+    task = progress.tasks[task_id] if isinstance(task_id, int) and task_id < len(progress.tasks) else None
+    task = next((t for t in progress.tasks if t.id == task_id), task)
+    speed = task.speed if task is not None else None
+    if not speed:
+        return ""
+    return f"{speed:.1f} {unit}/s" if speed >= 1 else f"{1 / speed:.1f} s/program"
+
+
+def show(report: dict, args) -> None:
+    if args.plot:
+        from ..evaluation.figures import save_figure
+
+        try:
+            save_figure(report, args.plot)
+        except OSError as exc:
+            raise UsageError(f"--plot {args.plot}: cannot write it ({exc.strerror or exc})") from None
+    if args.json:
+        print(json.dumps(report, sort_keys=False))
+        return
+    from rich.console import Console
+
+    from ..evaluation.tables import report_renderables
+
+    Console().print(report_renderables(report))
+    if args.plot:
+        print(f"plot: {args.plot}", file=sys.stderr)

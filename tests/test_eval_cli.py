@@ -1,0 +1,145 @@
+"""cwmtui eval end to end: a tiny random model, recorded generations, results files that reopen."""
+
+import json
+
+import pytest
+
+from cwmtui.cli import main
+from cwmtui.evaluation.suite import load_suite
+from cwmtui.interpreter import Interpreter
+from cwmtui.trace import render_frames
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    import torch
+
+    from .tiny_models import build_tiny_model
+
+    torch.set_num_threads(1)
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture
+def programs(tmp_path):
+    path = tmp_path / "programs.jsonl"
+    lines = [
+        {"id": "double", "program": "def f(x):  # << START_OF_TRACE\n    y = x * 2\n    return y\n", "call": "f(4)"},
+        {"id": "shout", "code": "def f(s):\n    t = s.upper()\n    return t + '!'", "input": "'hi'"},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def run_json(capsys, *argv) -> dict:
+    code = main(["eval", *argv, "--json"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    return json.loads(out)
+
+
+def test_tiny_model_run_writes_a_results_file_that_replays_to_the_same_report(capsys, tmp_path, tiny_model, programs):
+    results = tmp_path / "results.jsonl"
+    report = run_json(capsys, str(programs), "--model", str(tiny_model), "--device", "cpu",
+                      "--frame-tokens", "12", "--token-budget", "80", "--out", str(results))
+    assert report["suite"] == "programs" and report["count"] == 2
+    for key in ("output_accuracy", "trace_exact", "action_exact", "state_exact", "first_divergence_kinds"):
+        assert key in report
+    assert report["output_accuracy"] == 0.0  # random weights do not trace programs
+    records = [json.loads(line) for line in results.read_text().splitlines()]
+    assert [r["id"] for r in records] == ["double", "shout"]
+    for record in records:
+        assert record["generation"].startswith("<|call_sep|>")  # the entry call frame, forced from the truth
+        assert record["class"] in report["first_divergence_kinds"] and record["step"] >= 1
+        assert record["tokens"]["processed"] > 0 and record["timings"]["model_s"] > 0
+
+    # every program reopens in the debugger's replay backend ...
+    from cwmtui.model.replay import ReplayBackend
+    from cwmtui.model.rollout import Rollout
+
+    backend = ReplayBackend.open(str(results), "shout")
+    rollout = Rollout(backend, backend.program, None)
+    rollout.run()
+    assert rollout.text() == records[1]["generation"]
+
+    # ... and the whole file is scored again, without a model, to the same figures
+    again = run_json(capsys, str(results), "--replay", str(results))
+    for key in ("output_accuracy", "trace_exact", "action_exact", "state_exact", "first_divergence_kinds", "truncations", "tokens"):
+        assert again[key] == report[key], key
+
+    # --report reprints the tables of the file
+    assert main(["eval", "--report", str(results)]) == 0
+    shown = capsys.readouterr().out
+    assert "output accuracy (final value right)" in shown and "first divergence" in shown
+
+
+def perfect_replay(tmp_path, suite_name, **options):
+    """A replay file whose generations are the interpreter's own traces: a perfect model."""
+    suite = load_suite(suite_name, **options)
+    path = tmp_path / f"{suite_name}-perfect.jsonl"
+    with Interpreter() as interpreter, open(path, "w") as out:
+        for case in suite.cases:
+            trace = interpreter.trace(case.program)
+            text = render_frames(trace.frames, end=True)
+            record = {"id": case.id, "program": case.program.source, "call": case.program.call, "generation": text,
+                      "teacher_forced": {"generation": text, "forced_steps": []}}
+            out.write(json.dumps(record) + "\n")
+    return path
+
+
+def test_a_perfect_model_scores_full_marks_on_s5_in_both_conditions(capsys, tmp_path):
+    replay = perfect_replay(tmp_path, "s5", n=[8, 16], count=2)
+    plot = tmp_path / "s5.png"
+    report = run_json(capsys, "s5", "--n", "8", "16", "--count", "2", "--replay", str(replay),
+                      "--teacher-force", "--plot", str(plot))
+    assert report["count"] == 4
+    assert report["output_accuracy"] == report["trace_exact"] == report["state_exact"] == 1.0
+    assert report["first_divergence_kinds"] == {}
+    assert report["by_n"] == {
+        "8": {"count": 2, "output_accuracy": 1.0, "trace_exact": 1.0, "state_exact": 1.0,
+              "teacher_forced": {"count": 2, "output_accuracy": 1.0, "trace_exact": 1.0, "state_exact": 1.0}},
+        "16": {"count": 2, "output_accuracy": 1.0, "trace_exact": 1.0, "state_exact": 1.0,
+               "teacher_forced": {"count": 2, "output_accuracy": 1.0, "trace_exact": 1.0, "state_exact": 1.0}},
+    }
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_zoo_breakdowns_by_depth_type_and_form(capsys, tmp_path):
+    replay = perfect_replay(tmp_path, "zoo", depth=[1, 2], count=1)
+    lines = replay.read_text().splitlines()
+    # spoil the result of every depth-2 string program
+    spoiled = []
+    for line in lines:
+        record = json.loads(line)
+        if record["id"].startswith("zoo-string-d2"):  # the entry's return value (the last one) is wrong
+            head, sep, tail = record["generation"].rpartition('<|arg_sep|>"')
+            record["generation"] = head + sep + "0" + tail
+        spoiled.append(json.dumps(record))
+    replay.write_text("\n".join(spoiled) + "\n")
+    report = run_json(capsys, "zoo", "--depth", "1", "2", "--count", "1", "--replay", str(replay))
+    assert report["count"] == 8 * 2 * 2  # 8 types x 2 depths x nested/flat
+    assert report["by_type"]["string"]["2"]["output_accuracy"] == 0.0
+    assert report["by_type"]["string"]["1"]["output_accuracy"] == 1.0
+    assert report["by_type"]["list"]["2"] == {"count": 2, "output_accuracy": 1.0, "trace_exact": 1.0, "state_exact": 1.0,
+                                              "by_form": {"flat": 1.0, "nested": 1.0}, "baseline": 1.0}
+    assert report["by_depth"]["2"]["output_accuracy"] == pytest.approx(14 / 16)
+    assert set(report["by_form"]) == {"nested", "flat"}
+    assert report["first_divergence_kinds"] == {"value": 2}
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["humaneval", "--replay", "x.jsonl"], "unknown suite 'humaneval'"),
+        (["s5", "--concurrency", "0"], "--concurrency must be at least 1"),
+        (["s5", "--plot", "out.txt"], "give a .png file name"),
+        (["--report", "missing.jsonl"], "missing.jsonl: cannot read it"),
+        ([], "name a suite"),
+        (["s5", "--n", "0", "--replay", "x.jsonl"], "positive whole numbers"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, monkeypatch, argv, message):
+    monkeypatch.chdir(tmp_path)
+    assert main(["eval", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
