@@ -143,3 +143,41 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, monkeypatch, argv, m
     assert main(["eval", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_concurrency_keeps_several_programs_in_flight_on_a_server(capsys, tmp_path, programs):
+    """A vLLM-style server that knows the true trace of every program (a perfect model)."""
+    import threading
+    import time
+
+    from .test_model_server import FakeServer, script_of
+
+    suite = load_suite(str(programs))
+    with Interpreter() as interpreter:
+        scripts = [script_of(case.program, interpreter.trace(case.program).frames) for case in suite.cases]
+
+    class Oracle(FakeServer):
+        in_flight = peak = 0
+        lock = threading.Lock()
+
+        def continuation(self, prompt, stops, max_tokens):
+            with self.lock:
+                Oracle.in_flight += 1
+                Oracle.peak = max(Oracle.peak, Oracle.in_flight)
+            time.sleep(0.02)  # long enough for the other worker's request to arrive
+            try:
+                self.script = next(s for s in scripts if s[: len(prompt)] == prompt)
+                return super().continuation(prompt, stops, max_tokens)
+            finally:
+                with self.lock:
+                    Oracle.in_flight -= 1
+
+    server = Oracle("vllm")
+    try:
+        results = tmp_path / "results.jsonl"
+        report = run_json(capsys, str(programs), "--server", server.url, "--concurrency", "2", "--out", str(results))
+    finally:
+        server.close()
+    assert report["count"] == 2 and report["output_accuracy"] == 1.0 and report["trace_exact"] == 1.0
+    assert Oracle.peak == 2
+    assert sorted(json.loads(line)["id"] for line in results.read_text().splitlines()) == ["double", "shout"]
