@@ -175,3 +175,24 @@ def test_call_wrapper_avoids_a_name_the_program_uses(capsys, tmp_path):
     parsed = parse_trace(out)
     assert "\ndef _cwmtui_main():  # << START_OF_TRACE\n    return main(3)\n" in parsed.context
     assert parsed.frames[-1].arg == "-3"
+
+
+def test_entry_prefers_the_qualified_name_over_a_method_of_the_same_name(capsys, tmp_path):
+    path = tmp_path / "same_name.py"
+    path.write_text("class A:\n    def f(self):\n        return 0\n\ndef f(x):\n    return x + 1\n")
+    code, out, err = cli(capsys, str(path), "--entry", "f", "--call", "f(1)")
+    assert (code, err) == (0, "")
+    assert parse_trace(out).frames[-1].arg == "2"
+    code, out, _ = cli(capsys, str(path), "--entry", "A.f", "--call", "A().f()")
+    assert code == 0 and parse_trace(out).frames[-1].arg == "0"
+
+
+def test_an_ambiguous_entry_name_asks_for_the_qualified_one(capsys, tmp_path):
+    path = tmp_path / "inner.py"
+    path.write_text("def a():\n    def h():\n        return 1\n    return h()\n\n"
+                    "def b():\n    def h():\n        return 2\n    return h()\n")
+    code, out, err = cli(capsys, str(path), "--entry", "h", "--call", "b()")
+    assert (code, out) == (2, "")
+    assert err == f"cwmtui: error: {path}: --entry h is ambiguous: a.h (line 2), b.h (line 7); pass the qualified name\n"
+    code, out, _ = cli(capsys, str(path), "--entry", "b.h", "--call", "b()")
+    assert code == 0 and parse_trace(out).frames[-1].arg == "2"

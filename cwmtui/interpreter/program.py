@@ -86,10 +86,14 @@ def program_from_source(
     lines = source.splitlines(keepends=True)
     marked = [f for f in functions if tokens.has_marker(lines[f[1].lineno - 1])]
     if entry is not None:
-        chosen = [f for f in functions if f[0] == entry or f[1].name == entry]
+        # the qualified name first (``f``, ``Class.method``), then the bare name if unique
+        chosen = [f for f in functions if f[0] == entry] or [f for f in functions if f[1].name == entry]
         if not chosen:
             names = ", ".join(sorted({f[0] for f in functions})) or "none"
             raise ProgramError(f"{path}: no function named {entry!r} (functions: {names})")
+        if len(chosen) > 1:
+            names = ", ".join(f"{f[0]} (line {f[1].lineno})" for f in chosen)
+            raise ProgramError(f"{path}: --entry {entry} is ambiguous: {names}; pass the qualified name")
         node = chosen[0][1]
         lines = [tokens.strip_marker(line) for line in lines]
         lines[node.lineno - 1] = _mark(lines[node.lineno - 1])
