@@ -576,7 +576,7 @@ class DebuggerScreen(Screen):
     def on_frames_arrived(self, message: FramesArrived) -> None:
         message.branch.put(message.index, message.frame, message.tokens_used)
         if self._redraw_timer is None:
-            wait = max(0.0, REDRAW_EVERY - (time.monotonic() - self._last_redraw))
+            wait = max(0.01, REDRAW_EVERY - (time.monotonic() - self._last_redraw))
             self._redraw_timer = self.set_timer(wait, self._redraw_streaming)
 
     def _redraw_streaming(self) -> None:

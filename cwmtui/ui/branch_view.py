@@ -140,6 +140,9 @@ class BranchView:
         self.comparison = comparison
         self.steps: list[StepComparison] = comparison.steps
         self._divergence_rows = [s.step for s in self.steps if s.kind.is_divergence]
+        # where a run of divergent rows starts: what d / D jump between
+        self._divergence_starts = [r for i, r in enumerate(self._divergence_rows)
+                                   if i == 0 or self._divergence_rows[i - 1] != r - 1]
         first = comparison.first_divergence
         self._path_break = None
         for row in self._divergence_rows:
@@ -223,12 +226,13 @@ class BranchView:
         return self._divergence_rows
 
     def next_divergence(self, row: int) -> int | None:
-        rows = self._divergence_rows
+        """The start of the next run of divergent rows after ``row``."""
+        rows = self._divergence_starts
         i = bisect.bisect_right(rows, row)
         return rows[i] if i < len(rows) else None
 
     def previous_divergence(self, row: int) -> int | None:
-        rows = self._divergence_rows
+        rows = self._divergence_starts
         i = bisect.bisect_left(rows, row)
         return rows[i - 1] if i > 0 else None
 

@@ -255,10 +255,15 @@ class HelpScreen(ModalScreen[None]):
         table.add_column("keys", no_wrap=True)
         table.add_column("does")
         table.add_column("id", style="dim", no_wrap=True)
-        for binding in self.bindings:
-            keys = " ".join(self.app.get_key_display(Binding(k.strip(), "")) for k in binding.key.split(","))
-            table.add_row(keys, binding.description, binding.id or "")
-        table.add_row("ctrl+p", "command palette: go to step, divergences, theme, export, layout", "app.command_palette")
+        self.rows = [
+            (" ".join(self.app.get_key_display(Binding(k.strip(), "")) for k in binding.key.split(",")),
+             binding.description, binding.id or "")
+            for binding in self.bindings
+        ]
+        self.rows.append(("ctrl+p", "Command palette: go to step, divergences, theme, export, layout",
+                          "app.command-palette"))
+        for row in self.rows:
+            table.add_row(*row)
         with Vertical():
             yield Label("Keys", classes="modal-title")
             with VerticalScroll():

@@ -72,7 +72,10 @@ class StatePanel(Static, can_focus=False):
         self.update(self._render_state())
 
     def on_click(self, event: Click) -> None:
-        index = event.y + int(self.scroll_y) - self._table_top
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        index = offset.y + int(self.scroll_y) - self._table_top
         if 0 <= index < len(self._names):
             name = self._names[index]
             self.expanded ^= {name}

@@ -128,7 +128,10 @@ class Timeline(ScrollView, can_focus=False):
             partner.scroll_to(y=new_value, animate=False)
 
     def on_click(self, event: Click) -> None:
-        row = int(self.scroll_y) + event.y
+        offset = event.get_content_offset(self)
+        if offset is None:  # the border or the scrollbar
+            return
+        row = int(self.scroll_y) + offset.y
         if self.branch is not None and 0 <= row < len(self.branch):
             self.post_message(self.Selected(row))
 

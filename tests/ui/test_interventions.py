@@ -1,0 +1,213 @@
+"""Live sessions: the model runs in a worker, frames stream in, interventions make branches.
+
+The world model is the tests' oracle (tests/world_models.py): it knows the truth and makes the
+one mistake it is told to, so what each branch should show is known exactly. No weights.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from cwmtui.interpreter import load_program
+from cwmtui.model import RolloutOptions
+from cwmtui.ui.app import CwmApp
+from cwmtui.ui.live import LiveSession
+from cwmtui.ui.screens import EditLocalsScreen, ErrorScreen, OverrideScreen
+
+from ..world_models import OracleBackend, wrong_line, wrong_value
+from .sessions import SAMPLES
+
+SIZE = (120, 40)
+WRONG_LINE = '    joined = "-".join(out)\n'
+
+
+@pytest.fixture
+def strings(interpreter):
+    program = load_program(str(SAMPLES / "strings.py"))
+    return program, interpreter.trace(program)
+
+
+async def wait_for(pilot, condition, timeout: float = 20.0) -> None:
+    start = time.monotonic()
+    while not condition():
+        assert time.monotonic() - start < timeout, "timed out waiting for the app"
+        await pilot.pause(0.05)
+
+
+def main_done(app) -> bool:
+    view = app.view
+    return view is not None and not view.branches[0].placeholder and not view.branches[0].running
+
+
+def live_app(program, backend, interpreter=None, **options) -> CwmApp:
+    live = LiveSession(program, lambda progress: backend, RolloutOptions(**options))
+    return CwmApp(opener=live.start)
+
+
+class SlowOracle(OracleBackend):
+    """The oracle at the pace of a small model on a CPU (a frame every few tens of ms)."""
+
+    def complete(self, *args, **kwargs):
+        time.sleep(0.03)
+        return super().complete(*args, **kwargs)
+
+
+async def test_the_main_rollout_streams_into_the_model_timeline(strings):
+    program, truth = strings
+    backend = SlowOracle(program, truth.frames, mistakes={11: wrong_line(WRONG_LINE)})
+    app = live_app(program, backend)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.debugger
+        await wait_for(pilot, lambda: app.view is not None and len(app.view.branches[0].frames) >= 5)
+        branch = app.view.branches[0]
+        assert branch.running and len(branch.frames) < len(truth.frames)  # part of it is on screen
+        model = screen.query_one("#model")
+        pending = next(r for r in range(len(branch)) if branch.kind(r).value == "pending")
+        assert 0 < pending < 19  # on screen
+        assert "(model still writing" in model.render_line(pending).text
+        assert "(model still writing" not in model.render_line(pending - 1).text
+        assert "writing" in model.border_title
+        assert "model writing step" in screen.query_one("#status").plain
+        await wait_for(pilot, lambda: main_done(app))
+        assert branch.status == "ended"
+        assert branch.first_divergence.step == 11 and branch.first_divergence.kind == "action"
+        assert "test oracle" in screen.query_one("#status").plain
+        assert "writing" not in model.border_title
+
+
+async def test_override_with_the_real_line_makes_a_branch_that_recovers(strings):
+    program, truth = strings
+    backend = OracleBackend(program, truth.frames, mistakes={11: wrong_line(WRONG_LINE)})
+    app = live_app(program, backend)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.debugger
+        await wait_for(pilot, lambda: main_done(app))
+        await pilot.press("d", "o")
+        assert isinstance(app.screen, OverrideScreen)
+        options = app.screen.query_one("#override-options")
+        assert options.get_option_at_index(0).id == "real"
+        await pilot.press("enter")  # the real action
+        await wait_for(pilot, lambda: len(app.view.branches) == 2 and not app.view.branches[1].running)
+        child = app.view.branches[1]
+        assert screen.branch is child  # the new branch is shown
+        assert child.name == "main/11" and child.parent == "main" and child.at_step == 11
+        assert child.badge.startswith("recovered at step")
+        assert child.first_divergence is None
+        assert "[recovered at step" in screen.query_one("#status").plain
+        await pilot.press("left_square_bracket")
+        assert screen.branch.name == "main"
+        await pilot.press("right_square_bracket")
+        assert screen.branch is child
+
+
+async def test_override_with_another_source_line_or_a_typed_one(strings):
+    program, truth = strings
+    backend = OracleBackend(program, truth.frames)
+    app = live_app(program, backend)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: main_done(app))
+        await pilot.press("colon", "5", "enter", "o")
+        assert isinstance(app.screen, OverrideScreen)
+        await pilot.press("down", "down", "enter")  # a line of the program other than the real one
+        await wait_for(pilot, lambda: len(app.view.branches) == 2 and not app.view.branches[1].running)
+        child = app.view.branches[1]
+        assert child.intervention == "action overridden at step 5 with another line"
+        assert child.first_divergence is not None and child.first_divergence.step == 5
+        assert child.badge  # recovered or not, the branch says which
+        await pilot.press("left_square_bracket", "o")
+        app.screen.query_one("#override-typed").focus()
+        await pilot.press(*"    pass", "enter")
+        await wait_for(pilot, lambda: len(app.view.branches) == 3 and not app.view.branches[2].running)
+        assert app.view.branches[2].intervention == "action overridden at step 5 with a typed line"
+
+
+async def test_editing_the_state_at_a_step_puts_an_edited_frame_in_a_new_branch(strings):
+    program, truth = strings
+    step = next(i for i, f in enumerate(truth.frames) if (f.locals or {}).get("rotated") == "'ru'")
+    backend = OracleBackend(program, truth.frames, mistakes={step: wrong_value("rotated", "'rv'")})
+    app = live_app(program, backend)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: main_done(app))
+        await pilot.press("d")
+        assert app.debugger.step == step
+        await pilot.press("e")
+        assert isinstance(app.screen, EditLocalsScreen)
+        names = list(app.screen.values)
+        field = app.screen.query_one(f"#local-{names.index('rotated')}")
+        assert field.value == "'rv'"
+        field.value = "'ru'"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: len(app.view.branches) == 2 and not app.view.branches[1].running)
+        child = app.view.branches[1]
+        assert child.model_at(step).origin == "edited"
+        assert child.model_at(step).locals["rotated"] == "'ru'"
+        assert child.intervention == "state overridden at step 5".replace("5", str(step))
+        assert child.badge.startswith("recovered at step")
+
+
+async def test_teacher_forced_rollout_is_a_branch_of_its_own(strings):
+    program, truth = strings
+    backend = OracleBackend(program, truth.frames, mistakes={11: wrong_line(WRONG_LINE)})
+    app = live_app(program, backend)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: main_done(app))
+        await pilot.press("t")
+        await wait_for(pilot, lambda: len(app.view.branches) == 2 and not app.view.branches[1].running)
+        branch = app.view.branches[1]
+        assert branch.name == "teacher-forced"
+        # the oracle's only mistake is an action, which teacher forcing replaces
+        assert branch.badge == f"teacher-forced: {len(truth.frames)}/{len(truth.frames)} steps right"
+
+
+async def test_escape_cancels_a_running_rollout(strings):
+    program, truth = strings
+
+    app = live_app(program, SlowOracle(program, truth.frames))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.view is not None and not app.view.branches[0].placeholder)
+        assert app.view.branches[0].running
+        assert "esc cancels" in app.debugger.query_one("#status").plain
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.view.branches[0].running)
+        branch = app.view.branches[0]
+        assert branch.status == "cancelled"
+        assert 0 < len(branch.frames) < len(truth.frames)
+
+
+async def test_a_model_that_fails_to_load_leaves_the_truth_on_screen(strings):
+    program, _ = strings
+
+    def broken(progress):
+        from cwmtui.model import ModelError
+
+        progress("reading weights", 0.5)
+        raise ModelError("/models/x: no model.safetensors there")
+
+    live = LiveSession(program, broken, RolloutOptions())
+    app = CwmApp(opener=live.start)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.view is not None and "no model" in app.view.model_description)
+        await pilot.pause()
+        assert any("no model.safetensors" in n.message for n in app._notifications)
+        branch = app.view.branches[0]
+        assert branch.placeholder and len(branch) == len(branch.truth.frames)
+        await pilot.press("G")
+        assert app.debugger.step == len(branch) - 1  # the truth can still be browsed
+        await pilot.press("o")
+        assert not isinstance(app.screen, OverrideScreen)
+
+
+async def test_a_program_whose_entry_never_runs_gets_an_error_screen_and_exit_code_2(tmp_path):
+    path = tmp_path / "never.py"
+    path.write_text("def f(x):  # << START_OF_TRACE\n    return x\n")
+    program = load_program(str(path))
+    live = LiveSession(program, None)
+    app = CwmApp(opener=live.start)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, ErrorScreen))
+        assert "never called" in app.screen.message
+        await pilot.press("enter")
+        await pilot.pause()
+    assert app.return_code == 2 and "never called" in app.fatal_message
