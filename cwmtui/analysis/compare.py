@@ -12,7 +12,6 @@ shown side by side and steps where the model is back on the real path are compar
 
 from __future__ import annotations
 
-import difflib
 import enum
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -243,7 +242,8 @@ def action_key(frame: Frame | None):
     """What must agree for two frames to be the same step: the event and the source line."""
     if frame is None or frame.event is None or frame.error is not None:
         return object()  # never equal to anything
-    return (frame.event, strip_marker(frame.action))
+    action = frame.action
+    return (frame.event, strip_marker(action) if "START_OF_TRACE" in action else action)
 
 
 def changed_names(frames: Sequence[Frame]) -> list[set[str]]:
@@ -303,20 +303,76 @@ def _path_kind(truth: Frame, model: Frame) -> StepKind:
     return StepKind.ACTION
 
 
+RESYNC_WINDOW = 48  # steps the two paths may drift apart and still be re-synchronised
+RESYNC_CONFIRM = 3  # matching steps in a row that count as being back on the same path
+
+
+def _resync(a: list, b: list, i: int, j: int) -> tuple[int, int] | None:
+    """The nearest (skip in a, skip in b) after which the paths run together again."""
+    n, m = len(a), len(b)
+    for total in range(1, RESYNC_WINDOW + 1):
+        for skip_a in range(total + 1):
+            ii, jj = i + skip_a, j + total - skip_a
+            if ii >= n or jj >= m or a[ii] != b[jj]:
+                continue
+            run = 1
+            while run < RESYNC_CONFIRM and ii + run < n and jj + run < m and a[ii + run] == b[jj + run]:
+                run += 1
+            if run == RESYNC_CONFIRM or ii + run == n or jj + run == m:
+                return skip_a, total - skip_a
+    return None
+
+
 def _rest_alignment(truth_keys: list, model_keys: list, start: int) -> list[tuple[int | None, int | None]]:
-    """Rows for the two paths from ``start`` on, re-synchronised where (event, line) runs match."""
-    a, b = truth_keys[start:], model_keys[start:]
+    """Rows for the two paths from ``start`` on, re-synchronised where (event, line) runs match.
+
+    Greedy: where the paths differ, find the nearest pair of steps from which they run
+    together again (within a window) and show the steps in between on their own side; when
+    there is none, pair steps one to one. Linear in the trace length for a fixed window.
+    """
+    a, b = truth_keys, model_keys
+    n, m = len(a), len(b)
     rows: list[tuple[int | None, int | None]] = []
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=len(a) * len(b) > 4_000_000)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            rows += [(start + i1 + n, start + j1 + n) for n in range(i2 - i1)]
+    i = j = start
+    while i < n and j < m:
+        if a[i] == b[j]:
+            rows.append((i, j))
+            i += 1
+            j += 1
             continue
-        paired = min(i2 - i1, j2 - j1) if tag == "replace" else 0
-        rows += [(start + i1 + n, start + j1 + n) for n in range(paired)]
-        rows += [(start + i, None) for i in range(i1 + paired, i2)]
-        rows += [(None, start + j) for j in range(j1 + paired, j2)]
+        found = _resync(a, b, i, j)
+        if found is None:
+            # no common path in sight: pair steps one to one for half a window, then look again
+            for _ in range(min(RESYNC_WINDOW // 2, n - i, m - j)):
+                rows.append((i, j))
+                i += 1
+                j += 1
+            continue
+        skip_a, skip_b = found
+        paired = min(skip_a, skip_b)
+        rows += [(i + k, j + k) for k in range(paired)]
+        rows += [(i + k, None) for k in range(paired, skip_a)]
+        rows += [(None, j + k) for k in range(paired, skip_b)]
+        i += skip_a
+        j += skip_b
+    rows += [(k, None) for k in range(i, n)]
+    rows += [(None, k) for k in range(j, m)]
     return rows
+
+
+_TRUTH_CACHE: list = [None]  # (frames list, its length, keys, changed names) of the last truth
+
+
+def _truth_facts(frames: list[Frame]) -> tuple[list, list[set[str]]]:
+    """Keys and changed names of the truth's frames; a truth compared again (a UI re-comparing
+    a streaming rollout) reuses them."""
+    cached = _TRUTH_CACHE[0]
+    if cached is not None and cached[0] is frames and cached[1] == len(frames):
+        return cached[2], cached[3]
+    keys = [action_key(f) for f in frames]
+    changed = changed_names(frames)
+    _TRUTH_CACHE[0] = (frames, len(frames), keys, changed)
+    return keys, changed
 
 
 def compare(truth: Trace, frames: Sequence[Frame], status=None) -> Comparison:
@@ -326,7 +382,7 @@ def compare(truth: Trace, frames: Sequence[Frame], status=None) -> Comparison:
         frames = frames[:-1]  # the frame the budget cut off in the middle: not a format error
     truth_frames = truth.frames
     truth_partial = truth.status.kind in (Status.LIMIT, Status.DIED)
-    truth_keys = [action_key(f) for f in truth_frames]
+    truth_keys, truth_changed = _truth_facts(truth_frames)
     model_keys = [action_key(f) for f in frames]
     n_truth, n_model = len(truth_frames), len(frames)
     common = 0
@@ -336,7 +392,6 @@ def compare(truth: Trace, frames: Sequence[Frame], status=None) -> Comparison:
     alignment: list[tuple[int | None, int | None]] = [(i, i) for i in range(common)]
     alignment += _rest_alignment(truth_keys, model_keys, common)
 
-    truth_changed = changed_names(truth_frames)
     model_changed = changed_names(frames)
     last_model_row = max((r for r, (_, m) in enumerate(alignment) if m is not None), default=-1)
     last_truth_row = max((r for r, (t, _) in enumerate(alignment) if t is not None), default=-1)
