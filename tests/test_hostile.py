@@ -15,6 +15,7 @@ from cwmtui.trace import Event, Status
 
 FAST = Limits(frames=10_000, seconds=1.0, memory=256 << 20, output=100_000)
 FAST_ARGS = ["--timeout", "1", "--memory", "256", "--max-output", "100000"]
+GRACE = 4  # seconds: a 1 s limit, plus room for a loaded machine
 
 
 def write(tmp_path, source: str, name: str = "prog.py") -> str:
@@ -77,7 +78,7 @@ def test_waiting_forever_stops_at_the_time_limit(interpreter, tmp_path, capsys):
         """)
     result, took = trace(interpreter, path)
     assert (result.status.kind, result.status.limit) == (Status.LIMIT, "time")
-    assert took < 3
+    assert took < GRACE
     assert [f.action.strip() for f in result.frames] == ["def f():", "x = 1", "time.sleep(60)"]
     code, out, err = cli(capsys, path, *FAST_ARGS)
     assert code == 1
@@ -97,7 +98,7 @@ def test_a_loop_inside_c_code_that_holds_the_gil_is_killed(interpreter, tmp_path
         """)
     result, took = trace(interpreter, path)
     assert (result.status.kind, result.status.limit) == (Status.LIMIT, "time")
-    assert took < 5  # the limit plus the parent's grace period
+    assert took < GRACE + 1  # the parent kills it after the limit plus 2 s
     assert [f.event for f in result.frames[:2]] == [Event.CALL, Event.LINE]  # flushed before
 
 
@@ -149,7 +150,7 @@ def test_allocation_loop_stops_at_the_memory_limit(interpreter, tmp_path, capsys
         """)
     result, took = trace(interpreter, path)
     assert (result.status.kind, result.status.limit) == (Status.LIMIT, "memory")
-    assert took < 3
+    assert took < GRACE
     assert len(result.frames) > 3
     code, _, err = cli(capsys, path, *FAST_ARGS)
     assert code == 1
@@ -185,7 +186,7 @@ def test_output_written_around_sys_stdout_is_limited_too(interpreter, tmp_path):
         """)
     result, took = trace(interpreter, path, Limits(frames=1_000_000, seconds=5, output=100_000))
     assert (result.status.kind, result.status.limit) == (Status.LIMIT, "output")
-    assert took < 3
+    assert took < GRACE
 
 
 def test_frame_limit_keeps_exactly_that_many_frames(interpreter, tmp_path, capsys):
@@ -336,9 +337,8 @@ def test_repr_that_loops_forever_gives_a_placeholder_not_a_hang(interpreter, tmp
 
         f()
         """)
-    result, took = trace(interpreter, path, Limits(seconds=2))  # a repr may run 0.5 s of it
+    result, _ = trace(interpreter, path, Limits(seconds=3))  # a repr may run 0.75 s of it
     assert result.status.kind is Status.COMPLETE
-    assert took < 2
     last = result.frames[-2].locals  # before `return zs`
     assert last == {
         "ys": "[1, 2]",  # other lists keep their reprs
@@ -346,7 +346,7 @@ def test_repr_that_loops_forever_gives_a_placeholder_not_a_hang(interpreter, tmp
         "s": "<Slow object: repr timed out>",
         "zs": "[3]",
     }
-    code, _, err = cli(capsys, path, "--timeout", "2")
+    code, _, err = cli(capsys, path, "--timeout", "3")
     assert (code, err) == (0, "")
 
 
