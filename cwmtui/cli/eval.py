@@ -79,6 +79,10 @@ def run_suite(args) -> int:
 
     if args.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
+    if args.n and args.suite != "s5":
+        raise UsageError("--n (numbers of swaps) is for the s5 suite")
+    if args.depth and args.suite != "zoo":
+        raise UsageError("--depth (composition depths) is for the zoo suite")
     if args.plot and not args.plot.lower().endswith(".png"):
         raise UsageError(f"--plot {args.plot}: give a .png file name")
     try:
@@ -140,6 +144,7 @@ def run_suite(args) -> int:
     lock = threading.Lock()
     interrupted = False
     records: list[dict] = []
+    finished: list[dict] = []  # as they arrive: what an interrupted run still reports
     batch = None
     try:
         with Progress(*columns, console=console, transient=False, disable=args.json and not console.is_terminal) as progress:
@@ -160,6 +165,7 @@ def run_suite(args) -> int:
 
             def on_result(record: dict) -> None:
                 with lock:
+                    finished.append(record)
                     if out is not None:
                         out.write(json.dumps(record, ensure_ascii=False) + "\n")
                         out.flush()
@@ -184,6 +190,9 @@ def run_suite(args) -> int:
         return 2
     if interrupted:
         print("cwmtui: interrupted" + (f"; finished programs are in {args.out}" if args.out else ""), file=sys.stderr)
+        if finished:
+            print(f"cwmtui: the report below covers the {len(finished)} programs that finished", file=sys.stderr)
+            show(aggregate(finished, suite.name), args)
         return 130
     if not records:
         raise UsageError(f"{args.suite}: no program could be evaluated")
