@@ -21,6 +21,7 @@ from .program import Program
 
 _HEADER = struct.Struct("<I")
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_ADDRESS_MARK = " at 0x"
 REFERENCE_VERSION = (3, 11)
 
 
@@ -44,7 +45,7 @@ def version_warning() -> str | None:
 
 def clean_repr(text: str) -> str:
     """Strip memory addresses from default reprs (spec §4.2)."""
-    return _ADDRESS.sub("", text) if " at 0x" in text else text
+    return _ADDRESS.sub("", text) if _ADDRESS_MARK in text else text
 
 
 class TraceBuilder:
@@ -58,52 +59,57 @@ class TraceBuilder:
         self._stack: list[str] = []
         self._on_frame = on_frame
 
-    def _action(self, lineno: int) -> str:
-        if 1 <= lineno <= len(self.actions):
-            return self.actions[lineno - 1]
-        return "\n"
-
     def add_records(self, records: list) -> None:
+        # Hot: a 10,000-frame trace passes 10,000 records through this loop, so names are bound
+        # locally and a record's reprs are searched for addresses in one go, not one by one.
         frames = self.frames
         stack = self._stack
+        actions = self.actions
+        count = len(actions)
+        on_frame = self._on_frame
+        line, call, ret, exc = Event.LINE, Event.CALL, Event.RETURN, Event.EXCEPTION
+        LINE, CALL, RETURN, EXCEPTION = child.LINE, child.CALL, child.RETURN, child.EXCEPTION
         for record in records:
             kind = record[0]
-            if kind == child.LINE:
+            if kind == LINE:
                 _, lineno, keys, values = record
+                if _ADDRESS_MARK in "".join(values):
+                    values = map(clean_repr, values)
                 frame = Frame(
-                    Event.LINE,
-                    self._action(lineno),
-                    dict(zip(keys, map(clean_repr, values))),
+                    line,
+                    actions[lineno - 1] if 1 <= lineno <= count else "\n",
+                    dict(zip(keys, values)),
                     None,
                     lineno,
                     len(stack) - 1,
                     stack[-1] if stack else "?",
                 )
-            elif kind == child.CALL:
+            elif kind == CALL:
                 _, lineno, name, keys, values = record
+                if _ADDRESS_MARK in "".join(values):
+                    values = map(clean_repr, values)
                 frame = Frame(
-                    Event.CALL,
-                    self._action(lineno),
-                    dict(zip(keys, map(clean_repr, values))),
+                    call,
+                    actions[lineno - 1] if 1 <= lineno <= count else "\n",
+                    dict(zip(keys, values)),
                     None,
                     lineno,
                     len(stack),
                     name,
                 )
                 stack.append(name)
-            elif kind == child.RETURN or kind == child.EXCEPTION:
+            elif kind == RETURN or kind == EXCEPTION:
                 _, lineno, value = record
-                event = Event.RETURN if kind == child.RETURN else Event.EXCEPTION
                 frame = Frame(
-                    event,
-                    self._action(lineno),
+                    ret if kind == RETURN else exc,
+                    actions[lineno - 1] if 1 <= lineno <= count else "\n",
                     None,
                     clean_repr(value),
                     lineno,
                     max(len(stack) - 1, 0),
                     stack[-1] if stack else "?",
                 )
-                if kind == child.RETURN and stack:
+                if kind == RETURN and stack:
                     stack.pop()
             elif kind == child.OUTPUT:
                 self.add_output("stdout" if record[1] == 0 else "stderr", record[2])
@@ -115,8 +121,8 @@ class TraceBuilder:
             else:
                 continue
             frames.append(frame)
-            if self._on_frame is not None:
-                self._on_frame(frame)
+            if on_frame is not None:
+                on_frame(frame)
 
     def add_output(self, stream: str, text: str) -> None:
         step = len(self.frames)
@@ -219,7 +225,7 @@ class Interpreter:
                     if len(pending) < need:
                         break
                     try:
-                        records = marshal.loads(bytes(pending[_HEADER.size : need]))
+                        records = marshal.loads(pending[_HEADER.size : need])
                     except (ValueError, EOFError, TypeError):
                         records = []
                     del pending[:need]
