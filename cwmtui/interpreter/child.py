@@ -15,6 +15,7 @@ written through ``sys.stdout``/``sys.stderr``, ``(5, status, limit, message)`` e
 from __future__ import annotations
 
 import _thread
+import fcntl
 import json
 import marshal
 import os
@@ -29,8 +30,9 @@ import types
 
 CALL, LINE, RETURN, EXCEPTION, OUTPUT, END = range(6)
 _HEADER = struct.Struct("<I")
-_FLUSH_EVERY = 512  # records
+_FLUSH_EVERY = 512  # frames between flushes (besides the watchdog's every _FLUSH_SECONDS)
 _FLUSH_SECONDS = 0.05
+_PIPE_SIZE = 1 << 20
 _REPR_SECONDS = 1.0  # a __repr__ running longer than this is replaced by a placeholder
 
 # Preloaded in the fork server so a traced program's imports of them cost nothing.
@@ -49,11 +51,25 @@ class _Stop(BaseException):
     pass
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
+def _write_all(fd: int, *chunks: bytes) -> None:
+    """Write every chunk, in one system call when the pipe takes them (no joined copy)."""
+    written = os.writev(fd, chunks)
+    if written == sum(map(len, chunks)):
+        return
+    view = memoryview(b"".join(chunks))[written:]
     while view:
-        written = os.write(fd, view)
-        view = view[written:]
+        view = view[os.write(fd, view):]
+
+
+def record_pipe() -> tuple[int, int]:
+    """The pipe the records travel in, as large as the system allows an unprivileged process
+    (1 MiB on Linux): a long trace then crosses in a few large writes, not many small ones."""
+    read_end, write_end = os.pipe()
+    try:
+        fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
+    except (AttributeError, OSError):  # not Linux, or a lower system limit: the default pipe
+        pass
+    return read_end, write_end
 
 
 class Recorder:
@@ -77,7 +93,7 @@ class Recorder:
             except ValueError:  # a str subclass from a __repr__: make it plain data
                 data = marshal.dumps([_plain(r) for r in batch])
             try:
-                _write_all(self.fd, _HEADER.pack(len(data)) + data)
+                _write_all(self.fd, _HEADER.pack(len(data)), data)
             except OSError:
                 self.closed = True
             del records[:count]
@@ -153,7 +169,6 @@ def _describe_exception(value) -> str:
 
 def run_job(job: dict, fd: int) -> None:
     """Run one program under the tracer; never returns."""
-    global _in_repr
     recorder = Recorder(fd)
     records = recorder.records
     append = records.append
@@ -164,7 +179,11 @@ def run_job(job: dict, fd: int) -> None:
     entry_first = job["entry_firstlineno"]
     bad_types: set = set()  # classes whose __repr__ ran too long: placeholders from then on
     hung: dict = {}  # id -> value whose repr ran too long (kept alive, so its id stays its own)
-    state = {"count": 0, "entry": None, "entry_exc": None}
+    entry = None  # the entry's frame, once it is called
+    entry_exc = None  # an exception passing through the entry (its next line clears it)
+    count = 0  # frames recorded, the one being recorded included
+    next_check = min(_FLUSH_EVERY, max_frames + 1)  # the count at which the hot path looks up
+    last_keys = ()  # the previous frame's names: a record reuses the tuple while they stay
 
     def placeholder(value, why: str) -> str:
         return f"<{type(value).__qualname__} object: repr {why}>"
@@ -212,38 +231,49 @@ def run_job(job: dict, fd: int) -> None:
                 _in_repr = False
         return [safe_repr(v) for v in values]
 
-    def tick() -> None:
-        """Count the frame about to be recorded; stop when the frame limit is reached."""
-        count = state["count"]
-        if count >= max_frames:
+    def checkpoint() -> None:
+        """Every few hundred frames: flush; stop when the frame limit is passed."""
+        nonlocal next_check
+        if count > max_frames:
             recorder.end("limit", "frames", f"stopped after {max_frames} frames")
-        state["count"] = count + 1
-        if len(records) >= _FLUSH_EVERY:
-            recorder.flush()
+        recorder.flush()
+        next_check = min(count + _FLUSH_EVERY, max_frames + 1)
 
+    # The hot path: every line of the program comes through here, so it counts frames inline
+    # and calls as little as it can.
     def local(frame, event, arg):
+        nonlocal count, entry_exc, last_keys
         try:
             if event == "line":
-                tick()
+                count += 1
+                if count >= next_check:
+                    checkpoint()
                 loc = frame.f_locals
-                append((LINE, frame.f_lineno, (*loc,), reprs(loc.values())))
-                if frame is state["entry"]:
-                    state["entry_exc"] = None
+                keys = (*loc,)
+                if keys != last_keys:
+                    last_keys = keys
+                append((LINE, frame.f_lineno, last_keys, reprs(loc.values())))
+                if frame is entry:
+                    entry_exc = None
             elif event == "return":
-                tick()
+                count += 1
+                if count >= next_check:
+                    checkpoint()
                 append((RETURN, frame.f_lineno, safe_repr(arg)))
-                if frame is state["entry"]:
-                    exc = state["entry_exc"]
+                if frame is entry:
+                    exc = entry_exc
                     if exc is not None:
                         if isinstance(exc, MemoryError):
                             recorder.end("limit", "memory", "the program ran out of memory (MemoryError)")
                         recorder.end("raised", None, _describe_exception(exc))
                     recorder.end("complete")
             elif event == "exception":
-                tick()
+                count += 1
+                if count >= next_check:
+                    checkpoint()
                 append((EXCEPTION, frame.f_lineno, safe_repr(arg)))
-                if frame is state["entry"]:
-                    state["entry_exc"] = arg[1]
+                if frame is entry:
+                    entry_exc = arg[1]
         except MemoryError:
             recorder.end("limit", "memory", "out of memory while recording the trace")
         except RecursionError:
@@ -257,17 +287,23 @@ def run_job(job: dict, fd: int) -> None:
         recorder.end("limit", "recursion", _RECURSION_MESSAGE)
 
     def start(frame, event, arg):
+        nonlocal entry, count, last_keys
         code = frame.f_code
-        if state["entry"] is None:
+        if entry is None:
             if code.co_name != entry_name or code.co_firstlineno != entry_first or code.co_filename != filename:
                 return None
-            state["entry"] = frame
+            entry = frame
         elif code.co_filename != filename:
             return None
         try:
-            tick()
+            count += 1
+            if count >= next_check:
+                checkpoint()
             loc = frame.f_locals
-            append((CALL, frame.f_lineno, code.co_name, (*loc,), reprs(loc.values())))
+            keys = (*loc,)
+            if keys != last_keys:
+                last_keys = keys
+            append((CALL, frame.f_lineno, code.co_name, last_keys, reprs(loc.values())))
         except RecursionError:
             too_deep()
         return local
@@ -288,7 +324,6 @@ def run_job(job: dict, fd: int) -> None:
             now = time.monotonic()
             if now > deadline:
                 recorder.end("limit", "time", f"stopped after {limits['seconds']:g} s")
-            count = state["count"]
             if _in_repr and count == seen:
                 stuck_since = stuck_since or now
                 if now - stuck_since > repr_seconds:
@@ -331,7 +366,7 @@ def run_job(job: dict, fd: int) -> None:
             eval(compile(job["call"], "<call>", "eval", dont_inherit=True), module.__dict__)
     except SystemExit as exc:
         sys.settrace(None)
-        if state["entry"] is None:
+        if entry is None:
             recorder.end("not_called", None, f"the program exited (SystemExit: {exc.code}) before calling the entry")
         recorder.end("raised", None, f"SystemExit: {exc.code}")
     except MemoryError:
@@ -339,13 +374,13 @@ def run_job(job: dict, fd: int) -> None:
         recorder.end("limit", "memory", "the program ran out of memory (MemoryError)")
     except BaseException as exc:  # noqa: BLE001 - the program's own failure is data
         sys.settrace(None)
-        if state["entry"] is None:
+        if entry is None:
             recorder.end("error", None, f"the program raised {_describe_exception(exc)} before calling the entry")
         if isinstance(exc, RecursionError):  # it hit the limit where the tracer could not run
             recorder.end("limit", "recursion", _RECURSION_MESSAGE)
         recorder.end("raised", None, _describe_exception(exc))
     sys.settrace(None)
-    if state["entry"] is None:
+    if entry is None:
         recorder.end("not_called", None, "")
     # The entry's return ends the run at once, so the tracer was switched off inside it.
     recorder.end("died", None, "tracing stopped before the entry returned (did the program call sys.settrace?)")
@@ -371,7 +406,7 @@ def _child(job: dict, rec_w: int, out_w: int, err_w: int) -> None:
 
 
 def _send(kind: bytes, payload: bytes) -> None:
-    _write_all(1, _HEADER.pack(len(payload) + 1) + kind + payload)
+    _write_all(1, _HEADER.pack(len(payload) + 1) + kind, payload)
 
 
 def _read_exact(fd: int, size: int) -> bytes | None:
@@ -395,7 +430,7 @@ def _relay(pid: int, job: dict, fds: dict[int, bytes]) -> dict:
     while open_fds:
         ready, _, _ = select.select(list(open_fds), [], [], 0.05)
         for fd in ready:
-            data = os.read(fd, 1 << 16)
+            data = os.read(fd, _PIPE_SIZE)
             if not data:
                 open_fds.discard(fd)
                 continue
@@ -452,7 +487,7 @@ def serve() -> None:
         if body is None:
             return
         job = json.loads(body)
-        rec_r, rec_w = os.pipe()
+        rec_r, rec_w = record_pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         pid = os.fork()
