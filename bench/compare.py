@@ -50,7 +50,7 @@ f({n})
 """
 
 
-def difflib_alignment(truth_keys, model_keys, start):
+def difflib_alignment(truth_keys, model_keys, start, same=None):
     a, b = truth_keys[start:], model_keys[start:]
     rows = []
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)

@@ -260,3 +260,32 @@ def test_json_has_the_documented_shape(strawberry):
     step = data["steps"][2]
     assert step["kind"] == "state" and step["variables"][0]["type"] == "str"
     assert step["truth"]["locals"]["word"] == "'strawberry'"
+
+
+def test_an_extra_loop_iteration_shows_on_the_model_side_then_lines_up(loop):
+    program, truth = loop
+    frames = model_frames(program, render_frames(truth.frames, end=True))
+    # the model runs the loop body once more: `acc += x` and `for x in xs:` again before returning
+    assert truth.frames[9].action == "    return acc\n"
+    extra = frames[:9] + frames[7:9] + frames[9:]
+    result = compare(truth, extra, "ended")
+    first = result.first_divergence
+    assert (first.kind, first.step) == ("action", 9)
+    assert result.alignment[9:12] == [(None, 9), (None, 10), (9, 11)]
+    shown_truth = [t for t, _ in result.alignment if t is not None]
+    shown_model = [m for _, m in result.alignment if m is not None]
+    assert shown_truth == list(range(len(truth.frames)))  # every step of each path, once, in order
+    assert shown_model == list(range(len(extra)))
+    assert result.steps[-1].kind is StepKind.MATCH and result.steps[-1].model_index == len(extra) - 1
+
+
+def test_a_drifting_path_keeps_both_timelines_in_order(loop, interpreter):
+    program = program_from_source(LOOP.replace("[4, 7, 10]", "list(range(40))"), "long.py")
+    truth = interpreter.trace(program)
+    frames = model_frames(program, render_frames(truth.frames, end=True))
+    drifting = frames[:5] + [f for i, f in enumerate(frames[5:]) if i % 5 != 0]
+    result = compare(truth, drifting, "ended")
+    assert [t for t, _ in result.alignment if t is not None] == list(range(len(truth.frames)))
+    assert [m for _, m in result.alignment if m is not None] == list(range(len(drifting)))
+    # each dropped frame is a truth-only row; everything else pairs up again
+    assert len(result.alignment) == len(truth.frames)

@@ -126,3 +126,29 @@ def test_without_a_model_option_it_uses_the_bundled_model_or_says_it_is_missing(
     code, out, err = run(capsys, str(program))
     assert code == 2
     assert "bundled model is not installed" in err
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    torch = pytest.importorskip("torch")
+    from .tiny_models import build_tiny_model
+
+    torch.set_num_threads(1)
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", hidden=32, layers=1)
+
+
+def test_a_live_model_runs_an_override_and_reports_the_recovery(capsys, tmp_path, tiny_model):
+    program = tmp_path / "p.py"
+    program.write_text("def f(x):  # << START_OF_TRACE\n    y = x + 1\n    return y\n\nf(1)\n")
+    common = ["--model", str(tiny_model), "--device", "cpu", "--token-budget", "200", "--frame-tokens", "40"]
+    code, out, err = run(capsys, str(program), *common, "--json", "--override", "1")
+    assert code in (0, 1), err
+    data = json.loads(out)
+    assert data["model"]["name"] and data["tokens"]["processed"] > 0
+    assert data["branch"]["intervention"]["source"] == "truth"
+    assert set(data["recovery"]) >= {"at_step", "recovered", "recovered_at", "held_for", "first_divergence"}
+    code, out, err = run(capsys, str(program), *common, "--json", "--teacher-force")
+    assert code in (0, 1), err
+    data = json.loads(out)
+    assert data["condition"] == "teacher-forced"
+    assert all(s["truth_step"] == s["model_step"] for s in data["steps"] if s["model"] and s["truth"])

@@ -307,10 +307,16 @@ RESYNC_WINDOW = 48  # steps the two paths may drift apart and still be re-synchr
 RESYNC_CONFIRM = 3  # matching steps in a row that count as being back on the same path
 
 
-def _resync(a: list, b: list, i: int, j: int) -> tuple[int, int] | None:
-    """The nearest (skip in a, skip in b) after which the paths run together again."""
+def _resync(a: list, b: list, i: int, j: int, same) -> tuple[int, int] | None:
+    """The nearest (skip in a, skip in b) after which the paths run together again.
+
+    Among the nearest candidates, the one whose steps also agree in state wins: in a loop the
+    same lines come round again and again, and the values say which iteration is which.
+    """
     n, m = len(a), len(b)
     for total in range(1, RESYNC_WINDOW + 1):
+        best = None
+        best_score = -1
         for skip_a in range(total + 1):
             ii, jj = i + skip_a, j + total - skip_a
             if ii >= n or jj >= m or a[ii] != b[jj]:
@@ -319,11 +325,15 @@ def _resync(a: list, b: list, i: int, j: int) -> tuple[int, int] | None:
             while run < RESYNC_CONFIRM and ii + run < n and jj + run < m and a[ii + run] == b[jj + run]:
                 run += 1
             if run == RESYNC_CONFIRM or ii + run == n or jj + run == m:
-                return skip_a, total - skip_a
+                score = sum(1 for k in range(run) if same(ii + k, jj + k))
+                if score > best_score:
+                    best, best_score = (skip_a, total - skip_a), score
+        if best is not None:
+            return best
     return None
 
 
-def _rest_alignment(truth_keys: list, model_keys: list, start: int) -> list[tuple[int | None, int | None]]:
+def _rest_alignment(truth_keys: list, model_keys: list, start: int, same=lambda i, j: False) -> list[tuple[int | None, int | None]]:
     """Rows for the two paths from ``start`` on, re-synchronised where (event, line) runs match.
 
     Greedy: where the paths differ, find the nearest pair of steps from which they run
@@ -340,7 +350,7 @@ def _rest_alignment(truth_keys: list, model_keys: list, start: int) -> list[tupl
             i += 1
             j += 1
             continue
-        found = _resync(a, b, i, j)
+        found = _resync(a, b, i, j, same)
         if found is None:
             # no common path in sight: pair steps one to one for half a window, then look again
             for _ in range(min(RESYNC_WINDOW // 2, n - i, m - j)):
@@ -390,7 +400,13 @@ def compare(truth: Trace, frames: Sequence[Frame], status=None) -> Comparison:
     while common < limit and truth_keys[common] == model_keys[common]:
         common += 1
     alignment: list[tuple[int | None, int | None]] = [(i, i) for i in range(common)]
-    alignment += _rest_alignment(truth_keys, model_keys, common)
+    if common < max(n_truth, n_model):
+
+        def same(ti: int, mi: int) -> bool:
+            t, m = truth_frames[ti], frames[mi]
+            return t.locals == m.locals and t.arg == m.arg
+
+        alignment += _rest_alignment(truth_keys, model_keys, common, same)
 
     model_changed = changed_names(frames)
     last_model_row = max((r for r, (_, m) in enumerate(alignment) if m is not None), default=-1)
