@@ -149,13 +149,14 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, monkeypatch, argv, m
 def test_concurrency_keeps_several_programs_in_flight_on_a_server(capsys, tmp_path, programs):
     """A vLLM-style server that knows the true trace of every program (a perfect model)."""
     import threading
-    import time
 
-    from .test_model_server import FakeServer, script_of
+    from .test_model_server import EOS, FakeServer, script_of
 
     suite = load_suite(str(programs))
     with Interpreter() as interpreter:
         scripts = [script_of(case.program, interpreter.trace(case.program).frames) for case in suite.cases]
+
+    both_in = threading.Event()
 
     class Oracle(FakeServer):
         in_flight = peak = 0
@@ -165,10 +166,19 @@ def test_concurrency_keeps_several_programs_in_flight_on_a_server(capsys, tmp_pa
             with self.lock:
                 Oracle.in_flight += 1
                 Oracle.peak = max(Oracle.peak, Oracle.in_flight)
-            time.sleep(0.02)  # long enough for the other worker's request to arrive
+                if Oracle.in_flight == 2:
+                    both_in.set()
+            # the first request waits (up to 5 s) for the other worker's: run one after the
+            # other, the two never meet
+            both_in.wait(5)
             try:
-                self.script = next(s for s in scripts if s[: len(prompt)] == prompt)
-                return super().continuation(prompt, stops, max_tokens)
+                script = next(s for s in scripts if s[: len(prompt)] == prompt)
+                out = []
+                for token in script[len(prompt) : len(prompt) + max_tokens]:
+                    out.append(token)
+                    if token in stops or token == EOS:
+                        break
+                return out
             finally:
                 with self.lock:
                     Oracle.in_flight -= 1
