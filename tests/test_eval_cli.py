@@ -192,3 +192,25 @@ def test_concurrency_keeps_several_programs_in_flight_on_a_server(capsys, tmp_pa
     assert report["count"] == 2 and report["output_accuracy"] == 1.0 and report["trace_exact"] == 1.0
     assert Oracle.peak == 2
     assert sorted(json.loads(line)["id"] for line in results.read_text().splitlines()) == ["double", "shout"]
+
+
+def test_real_cwm_generations_are_scored_and_classed_for_triage(capsys, tmp_path):
+    """Five greedy generations of Meta's CWM on CRUXEval (tests/fixtures/README.md)."""
+    from pathlib import Path
+
+    fixture = Path(__file__).parent / "fixtures" / "cwm_cruxeval_generations.jsonl"
+    results = tmp_path / "results.jsonl"
+    report = run_json(capsys, str(fixture), "--replay", str(fixture), "--out", str(results))
+    assert report["count"] == 5
+    assert report["output_accuracy"] == pytest.approx(3 / 5)  # sample_4 and sample_23 end wrong
+    assert report["trace_exact"] == pytest.approx(1 / 5)  # only sample_0 is right all the way
+    assert report["first_divergence_kinds"] == {"state": 3, "value": 1}
+    assert report["string_valued"]["failures"] == 1.0  # both failures return strings
+    triage = {r["id"]: (r["class"], r["string_valued"], r["step"]) for r in map(json.loads, results.read_text().splitlines())}
+    assert triage == {
+        "sample_0": ("agree", False, None),
+        "sample_4": ("state", True, 5),
+        "sample_6": ("value", False, 6),
+        "sample_19": ("state", True, 16),
+        "sample_23": ("state", True, 5),
+    }
