@@ -23,6 +23,7 @@ from textual.widgets import Footer
 
 from ..analysis.compare import StepKind
 from .branch_view import BranchView, SessionView
+from .commands import StepCommands
 from .output_panel import OutputPanel
 from .screens import (
     EditLocalsScreen,
@@ -630,6 +631,7 @@ class CwmApp(App):
 
     TITLE = "cwmtui"
     ENABLE_COMMAND_PALETTE = True
+    COMMANDS = App.COMMANDS | {StepCommands}
 
     def __init__(
         self,
@@ -692,7 +694,8 @@ class CwmApp(App):
         debugger = self.screen_stack[0]
         if not isinstance(debugger, DebuggerScreen):
             return
-        yield SystemCommand("Go to step", "Type a step number to jump to it", debugger.action_go_to)
+        yield SystemCommand("Go to step", "Type a step number to jump to it (or type the number here)",
+                            debugger.action_go_to)
         yield SystemCommand("Jump to first divergence", "Select the step where the model first leaves the truth",
                             self.jump_to_first_divergence)
         yield SystemCommand("Next divergence", "The next step where the two traces differ",

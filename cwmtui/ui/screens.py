@@ -27,13 +27,14 @@ ModalScreen .modal-title { text-style: bold; color: $primary; width: 1fr; }
 ModalScreen .modal-hint { color: $text-muted; width: 1fr; }
 ModalScreen .modal-error { color: $error; width: 1fr; }
 ModalScreen Input { margin: 0 0; }
-ModalScreen OptionList { height: auto; max-height: 16; }
+ModalScreen OptionList { height: auto; max-height: 16; text-wrap: nowrap; text-overflow: ellipsis; }
 """
 
 
 class PromptScreen(ModalScreen[str | None]):
     """One line of input: the step to go to, or the text to search for."""
 
+    SCOPED_CSS = False  # MODAL_CSS styles every modal alike
     DEFAULT_CSS = MODAL_CSS
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="modal.cancel")]
 
@@ -112,6 +113,7 @@ class OverrideChoice:
 class OverrideScreen(ModalScreen[OverrideChoice | None]):
     """Choose the line the model should run at a step: the real one, any line, or a typed one."""
 
+    SCOPED_CSS = False
     DEFAULT_CSS = MODAL_CSS
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="modal.cancel")]
 
@@ -135,14 +137,14 @@ class OverrideScreen(ModalScreen[OverrideChoice | None]):
                             classes="modal-error", id="override-unavailable")
             options: list[Option] = []
             if self.truth is not None:
-                options.append(Option(
-                    Text.assemble(("real action  ", "bold"), f"{self.truth.lineno or '?':>3} │ ",
-                                  strip_marker(self.truth.action).rstrip("\n")),
-                    id="real",
-                ))
+                real = Text.assemble(("real action  ", "bold"), f"{self.truth.lineno or '?':>3} │ ",
+                                     strip_marker(self.truth.action).rstrip("\n"))
+                real.no_wrap, real.overflow = True, "ellipsis"
+                options.append(Option(real, id="real"))
             for number, line in enumerate(self.source_lines, start=1):
                 if line.strip():
-                    options.append(Option(f"line {number:>3} │ {strip_marker(line).rstrip()}", id=f"line-{number}"))
+                    prompt = Text(f"line {number:>3} │ {strip_marker(line).rstrip()}", no_wrap=True, overflow="ellipsis")
+                    options.append(Option(prompt, id=f"line-{number}"))
             yield OptionList(*options, id="override-options")
             yield Input(placeholder="…or type a line (keep its indentation) and press enter", id="override-typed")
             yield Label("enter: run the model from here with this line · esc: cancel", classes="modal-hint")
@@ -180,6 +182,7 @@ class OverrideScreen(ModalScreen[OverrideChoice | None]):
 class EditLocalsScreen(ModalScreen[dict | None]):
     """Edit the locals (reprs) the model continues from at a step."""
 
+    SCOPED_CSS = False
     DEFAULT_CSS = MODAL_CSS + """
     EditLocalsScreen VerticalScroll { height: auto; max-height: 20; }
     EditLocalsScreen .local-name { color: $accent; text-style: bold; }
@@ -243,6 +246,7 @@ class EditLocalsScreen(ModalScreen[dict | None]):
 class HelpScreen(ModalScreen[None]):
     """Every key binding: its keys, what it does, and its id (for keymaps)."""
 
+    SCOPED_CSS = False
     DEFAULT_CSS = MODAL_CSS
     BINDINGS = [Binding("escape,question_mark,q", "close", "Close", id="help.close")]
 
@@ -277,6 +281,7 @@ class HelpScreen(ModalScreen[None]):
 class ErrorScreen(ModalScreen[None]):
     """Something went wrong: say what, and what to do; nothing the user had is lost."""
 
+    SCOPED_CSS = False
     DEFAULT_CSS = MODAL_CSS + """
     ErrorScreen > Vertical { border: round $error; }
     ErrorScreen .modal-title { color: $error; }

@@ -114,7 +114,8 @@ class StatePanel(Static, can_focus=False):
         rows = branch.variables(row)
         name_width = min(18, max([len(v.name) + 2 for v in rows] + [8]))
         table.add_column("variable", no_wrap=True, width=name_width, overflow="ellipsis")
-        table.add_column("interpreter", ratio=1, overflow="fold")
+        narrow = 0 < self.size.width < 56
+        table.add_column("interp." if narrow else "interpreter", ratio=1, overflow="fold")
         table.add_column("model", ratio=1, overflow="fold")
         table.add_column("", no_wrap=True, width=5)
         self._names = []

@@ -1,0 +1,178 @@
+"""The panels, the status bar, playback, export, help, themes and layout, on recorded sessions."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from cwmtui.analysis.compare import StepKind
+from cwmtui.session import DebugSession
+from cwmtui.ui.app import BINDINGS, CwmApp
+from cwmtui.ui.screens import HelpScreen, OverrideScreen, PromptScreen
+from cwmtui.ui.timeline import Timeline
+
+from .sessions import exception_view, strings_view
+
+SIZE = (120, 40)
+
+
+@pytest.fixture
+def strings(interpreter):
+    return strings_view(interpreter)
+
+
+@pytest.fixture
+def exception(interpreter):
+    return exception_view(interpreter)
+
+
+def timelines(app):
+    screen = app.debugger
+    return screen.query_one("#truth", Timeline), screen.query_one("#model", Timeline)
+
+
+async def test_status_bar_shows_step_branch_divergence_and_token_meter(strings):
+    app = CwmApp(strings)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("d")
+        status = app.debugger.query_one("#status").plain
+        step = strings.branches[0].first_divergence.step
+        assert f"step {step}/{len(strings.branches[0]) - 1}" in status
+        assert "branch main" in status
+        assert "string-valued state: rotated" in status
+        used = sum(f.tokens for f in strings.branches[0].frames)
+        assert f"{used:,}/8,192" in status and "/frame" in status
+
+
+async def test_state_panel_at_a_string_divergence_shows_the_token_lens(strings):
+    app = CwmApp(strings)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("d")
+        panel = app.debugger.query_one("#state")
+        names = [name for name, _ in panel.lenses]
+        assert names == ["rotated"]
+        lens = panel.lenses[0][1]
+        expected = "".join(p.text for p in lens.expected)
+        predicted = "".join(p.text for p in lens.predicted)
+        assert "ru" in expected and "rv" in predicted
+        assert [p.text for p in lens.predicted if p.differs] == ["v"]
+        rows = {row.name: row for row in strings.branches[0].variables(app.debugger.step)}
+        assert rows["rotated"].status == "≠" and rows["text"].status == "="
+
+
+async def test_long_values_fold_and_unfold(strings):
+    app = CwmApp(strings)
+    async with app.run_test(size=SIZE) as pilot:
+        panel = app.debugger.query_one("#state")
+        assert not panel.expanded_all
+        await pilot.press("z")
+        assert panel.expanded_all
+        await pilot.press("z")
+        assert not panel.expanded_all
+
+
+async def test_output_panel_follows_the_selected_step(strings):
+    app = CwmApp(strings)
+    async with app.run_test(size=SIZE) as pilot:
+        output = app.debugger.query_one("#output")
+        assert output.text == ""
+        await pilot.press("G")
+        assert output.text == "world -> Wgour\nmodel -> Mohgr\n"
+        print_step = next(i for i, f in enumerate(strings.truth.frames) if "print(" in f.action)
+        await pilot.press("colon", *str(print_step + 1), "enter")
+        assert output.text == "world -> Wgour\n"
+
+
+async def test_help_lists_every_binding_with_its_id(strings):
+    app = CwmApp(strings)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        ids = [b.id for b in BINDINGS]
+        assert all(ids) and len(set(ids)) == len(ids)
+        shown = {row[2]: row for row in app.screen.rows}
+        for binding in BINDINGS:
+            assert binding.id in shown and shown[binding.id][1] == binding.description
+        assert shown["intervene.override"][0] == "o"
+        assert shown["cursor.next"][0] == "↓ j"
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_play_advances_and_stops_at_the_first_divergence(strings):
+    app = CwmApp(strings)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.debugger
+        await pilot.press("p")  # 8 steps/s
+        assert screen.playing and "playing 8 steps/s" in screen.query_one("#status").plain
+        await pilot.press("plus", "plus", "plus")  # faster while it plays: 64 steps/s
+        start = time.monotonic()
+        while screen.playing and time.monotonic() - start < 30:
+            await pilot.pause(0.05)
+        assert not screen.playing
+        assert screen.step == strings.branches[0].first_divergence.step
+        await pilot.press("p")  # plays on from there
+        assert screen.playing
+        await pilot.press("p")
+        assert not screen.playing
+
+
+async def test_export_writes_a_session_that_reopens_the_same(strings, tmp_path):
+    app = CwmApp(strings, export_dir=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("x")
+        await pilot.pause()
+        json_path, svg_path = app.last_export
+    assert svg_path.read_text().lstrip().startswith("<svg")
+    session = DebugSession.load(str(json_path))
+    again = session.branches[0].comparison
+    original = strings.branches[0].comparison
+    assert again.first_divergence.to_json() == original.first_divergence.to_json()
+    assert [s.kind for s in again.steps] == [s.kind for s in original.steps]
+
+
+async def test_themes_switch_from_the_palette_commands(strings):
+    app = CwmApp(strings)
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.theme == "cwmtui-dark"
+        truth, _ = timelines(app)
+        dark = truth.get_component_rich_style("timeline--divergent", partial=True)
+        app.switch_theme("light")
+        await pilot.pause()
+        assert app.theme == "cwmtui-light" and not app.current_theme.dark
+        light = truth.get_component_rich_style("timeline--divergent", partial=True)
+        assert light.color != dark.color and light.bold and light.underline
+        app.switch_theme("no-such-theme")
+        await pilot.pause()
+        assert app.theme == "cwmtui-light"
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for name in ("Theme: dark", "Theme: light", "Theme: high-contrast", "Go to step",
+                     "Jump to first divergence", "Export session", "Toggle layout"):
+            assert name in titles
+
+
+async def test_layout_toggles_between_columns_and_stacked(strings):
+    app = CwmApp(strings)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.debugger
+        assert screen.layout_mode == "stacked"  # 120 columns: the source goes below
+        await pilot.press("d")
+        await app.toggle_layout()
+        await pilot.pause()
+        screen = app.debugger
+        assert screen.layout_mode == "columns"
+        assert screen.query_one("#source").parent.id == "body"
+        assert screen.step == strings.branches[0].first_divergence.step  # the selection survives
+        assert timelines(app)[0].cursor == screen.step
+
+
+async def test_palette_goes_to_a_typed_step(strings):
+    app = CwmApp(strings)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.press(*"17")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.debugger.step == 17
