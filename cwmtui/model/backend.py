@@ -247,7 +247,13 @@ def open_backend(
     replay_id: str | None = None,
     progress: Progress | None = None,
 ) -> Backend:
-    """Open the backend the options name; raises ModelError with a one-line reason."""
+    """Open the backend the options name; raises ModelError with a one-line reason.
+
+    ``model`` may also be the parsed options of :func:`add_model_options` (an argparse
+    Namespace), as :func:`backend_from_args` takes them.
+    """
+    if isinstance(model, argparse.Namespace):
+        return backend_from_args(model, progress=progress)
     chosen = [name for name, value in (("--model", model), ("--server", server), ("--replay", replay)) if value]
     if len(chosen) > 1:
         raise ModelError(f"{' and '.join(chosen)} cannot be used together: pick one world model")
