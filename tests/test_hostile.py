@@ -13,8 +13,11 @@ from cwmtui.cli import main
 from cwmtui.interpreter import Limits, ProgramError, load_program
 from cwmtui.trace import Event, Status
 
-FAST = Limits(frames=10_000, seconds=1.0, memory=256 << 20, output=100_000)
-FAST_ARGS = ["--timeout", "1", "--memory", "256", "--max-output", "100000"]
+# Small limits, but time enough that on a loaded machine the limit under test comes first;
+# the time-limit tests pass their own 1 s.
+FAST = Limits(frames=10_000, seconds=10.0, memory=256 << 20, output=100_000)
+FAST_ARGS = ["--timeout", "10", "--memory", "256", "--max-output", "100000"]
+ONE_SECOND = Limits(seconds=1.0)
 GRACE = 4  # seconds: a 1 s limit, plus room for a loaded machine
 
 
@@ -76,11 +79,11 @@ def test_waiting_forever_stops_at_the_time_limit(interpreter, tmp_path, capsys):
 
         f()
         """)
-    result, took = trace(interpreter, path)
+    result, took = trace(interpreter, path, ONE_SECOND)
     assert (result.status.kind, result.status.limit) == (Status.LIMIT, "time")
     assert took < GRACE
     assert [f.action.strip() for f in result.frames] == ["def f():", "x = 1", "time.sleep(60)"]
-    code, out, err = cli(capsys, path, *FAST_ARGS)
+    code, out, err = cli(capsys, path, "--timeout", "1")
     assert code == 1
     assert one_line(err) == "cwmtui: trace limit (time limit): stopped after 1 s"
     assert out.rstrip("\n").endswith("<|frame_sep|>")  # partial: no end of text
@@ -96,7 +99,7 @@ def test_a_loop_inside_c_code_that_holds_the_gil_is_killed(interpreter, tmp_path
 
         f()
         """)
-    result, took = trace(interpreter, path)
+    result, took = trace(interpreter, path, ONE_SECOND)
     assert (result.status.kind, result.status.limit) == (Status.LIMIT, "time")
     assert took < GRACE + 1  # the parent kills it after the limit plus 2 s
     assert [f.event for f in result.frames[:2]] == [Event.CALL, Event.LINE]  # flushed before
@@ -148,9 +151,8 @@ def test_allocation_loop_stops_at_the_memory_limit(interpreter, tmp_path, capsys
 
         f()
         """)
-    result, took = trace(interpreter, path)
+    result, _ = trace(interpreter, path)
     assert (result.status.kind, result.status.limit) == (Status.LIMIT, "memory")
-    assert took < GRACE
     assert len(result.frames) > 3
     code, _, err = cli(capsys, path, *FAST_ARGS)
     assert code == 1
@@ -184,9 +186,8 @@ def test_output_written_around_sys_stdout_is_limited_too(interpreter, tmp_path):
 
         f()
         """)
-    result, took = trace(interpreter, path, Limits(frames=1_000_000, seconds=5, output=100_000))
+    result, _ = trace(interpreter, path, Limits(frames=1_000_000, seconds=10, output=100_000))
     assert (result.status.kind, result.status.limit) == (Status.LIMIT, "output")
-    assert took < GRACE
 
 
 def test_frame_limit_keeps_exactly_that_many_frames(interpreter, tmp_path, capsys):
@@ -362,7 +363,7 @@ def test_os_fork_traces_only_the_original_process(interpreter, tmp_path, capsys)
 
         f()
         """)
-    result, took = trace(interpreter, path)
+    result, _ = trace(interpreter, path)
     assert result.status.kind is Status.COMPLETE
     assert result.return_value() == "'parent'"
     assert not any("os._exit(0)" in f.action for f in result.frames)
