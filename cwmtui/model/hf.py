@@ -239,7 +239,10 @@ class TransformersBackend(Backend):
             hf_logging.set_verbosity(verbosity)
         if "device_map" not in load_kwargs and target.type != "cpu":
             report(f"moving to {target}", None)
-            model = model.to(target)
+            try:
+                model = model.to(target)
+            except torch.OutOfMemoryError:
+                raise ModelError(f"{path}: the model does not fit in {target}'s memory") from None
         model.eval()
         self.model = model
         self.device = model.get_input_embeddings().weight.device
@@ -356,33 +359,44 @@ class TransformersBackend(Backend):
                 common = m
             else:
                 common = _common_prefix(cached, prompt_ids)
-            if common == n == m and self._logits is not None:
-                logits = self._logits
-                processed = 0
-            else:
-                keep = min(common, n - 1)
-                self._crop(keep)
-                processed = n - keep
-                logits = self._feed(prompt_ids[keep:])
-            out: list[int] = []
-            stopped = "length"
-            fed_back = 0
-            while len(out) < max_new_tokens:
-                if is_cancelled(cancel):
-                    stopped = "cancelled"
-                    break
-                token = self._choose(logits, temperature, top_p, generator)
-                out.append(token)
-                if token in self._eos_ids:
-                    stopped = "eos"
-                    break
-                if token in stops:
-                    stopped = "stop"
-                    break
-                if len(out) == max_new_tokens:
-                    break
-                logits = self._feed([token])
-                fed_back += 1
+            try:
+                return self._complete(prompt_ids, n, common, stops, max_new_tokens, temperature, top_p, generator, cancel)
+            except torch.OutOfMemoryError:
+                self.reset()
+                raise ModelError(
+                    f"out of {self.device} memory at {n} tokens of context: lower --token-budget"
+                ) from None
+
+    def _complete(self, prompt_ids, n, common, stops, max_new_tokens, temperature, top_p, generator, cancel) -> Completion:
+        """The decoding loop: run what the cache lacks, then one token at a time to a stop."""
+        m = len(self._cached)
+        if common == n == m and self._logits is not None:
+            logits = self._logits
+            processed = 0
+        else:
+            keep = min(common, n - 1)
+            self._crop(keep)
+            processed = n - keep
+            logits = self._feed(prompt_ids[keep:])
+        out: list[int] = []
+        stopped = "length"
+        fed_back = 0
+        while len(out) < max_new_tokens:
+            if is_cancelled(cancel):
+                stopped = "cancelled"
+                break
+            token = self._choose(logits, temperature, top_p, generator)
+            out.append(token)
+            if token in self._eos_ids:
+                stopped = "eos"
+                break
+            if token in stops:
+                stopped = "stop"
+                break
+            if len(out) == max_new_tokens:
+                break
+            logits = self._feed([token])
+            fed_back += 1
         return Completion(out, processed, stopped, fed_back)
 
     def close(self) -> None:
