@@ -234,25 +234,21 @@ def lens_text(lens, model: str):
 def _state_text(frame, marked: set[str], style: str, width: int = 48):
     from rich.text import Text
 
-    from ..tables import compact_locals
-
     if frame is None:
         return Text("—", style="dim")
     if frame.event is None or frame.error is not None:
-        return Text(f"✗ {frame.error}: {(frame.raw or '')[:width]}", style="bold red")
+        return Text(f"✗ {frame.error}: {_printable((frame.raw or '')[:width])}", style="bold red")
     if frame.event in (Event.RETURN, Event.EXCEPTION):
         arrow = "→ " if frame.event is Event.RETURN else "raises "
-        return Text(arrow + (frame.arg or ""), style=style if marked else "")
-    text = compact_locals(frame.locals, set(), width)
-    if marked:
-        text = Text()
-        for i, (key, value) in enumerate((frame.locals or {}).items()):
-            if i:
-                text.append(", ")
-            shown = value if len(value) <= width else value[: width - 1] + "…"
-            hit = key in marked
-            text.append(f"{key}=", style=style if hit else "dim")
-            text.append(shown, style=style if hit else "")
+        return Text(arrow + _printable(frame.arg or ""), style=style if marked else "")
+    text = Text()
+    for i, (key, value) in enumerate((frame.locals or {}).items()):
+        if i:
+            text.append(", ")
+        shown = _printable(value if len(value) <= width else value[: width - 1] + "…")
+        hit = key in marked
+        text.append(f"{_printable(key)}=", style=style if hit else "dim")
+        text.append(shown, style=style if hit else "")
     return text
 
 
@@ -312,13 +308,20 @@ def diff_table(comparison, show_all: bool = False):
     return table
 
 
+def _printable(text: str) -> str:
+    """Model text as data: control and unprintable characters escaped, never interpreted."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 def _idx(value) -> str:
     return "—" if value is None else str(value)
 
 
 def _action(frame) -> str:
-    event = frame.event.value if frame.event is not None else "?"
-    text = frame.action.rstrip("\n") if frame.action else ""
+    if frame.event is None:
+        return "(malformed frame)"
+    event = frame.event.value
+    text = _printable(frame.action.rstrip("\n")) if frame.action else ""
     if frame.event is Event.CALL:
         return f"call {text.strip()}"
     if frame.event is Event.RETURN:
