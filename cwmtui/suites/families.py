@@ -212,17 +212,19 @@ def loop(env: Env, ind: str, size: int) -> list[str]:
         lines.append(f"{ind}{acc} = 0")
     r = rng.random()
     s, l, d = env.pick("str"), env.pick("list"), env.pick("dict")
+    iterated = None
     if r < 0.25 and s:
-        var = "ch"
+        var, iterated = "ch", s
         lines.append(f"{ind}for {var} in {s}:")
         body = rng.choice([f"if {var} in {LETTERS[rng.randint(0, 6):][:5]!r}:\n{{ind}}    {acc} += 1",
                            f"{acc} += 1", f"if {var}.isalpha():\n{{ind}}    {acc} += ord({var}) % 7"])
     elif r < 0.45 and l:
-        var = "v"
+        var, iterated = "v", l
         lines.append(f"{ind}for {var} in {l}:")
         body = rng.choice([f"{acc} += {var}", f"if {var} % 2 == 0:\n{{ind}}    {acc} += {var}",
                            f"{acc} = max({acc}, {var})", f"if {var} > {rng.randint(2, 7)}:\n{{ind}}    break"])
     elif r < 0.55 and d:
+        iterated = d
         lines.append(f"{ind}for key, val in {d}.items():")
         body = rng.choice([f"{acc} += val", f"if val > {rng.randint(1, 6)}:\n{{ind}}    {acc} += 1"])
     elif r < 0.75:
@@ -234,14 +236,18 @@ def loop(env: Env, ind: str, size: int) -> list[str]:
         bound = rng.randint(2, 3 + 3 * size)
         lines.append(f"{ind}while {acc} < {bound}:")
         body = f"{acc} += {rng.randint(1, 3)}"
+        iterated = acc  # the loop's condition: the body must not touch it again
     emit(lines, body, ind + "    ")
     if rng.random() < 0.5:
+        # one more statement in the body, touching neither the counter nor what is iterated
         saved = dict(env.vars)
+        env.vars = {k: v for k, v in saved.items() if k not in (acc, iterated)}
         extra = simple(env)
-        if "{ind}" not in extra and not extra.startswith(("for", "while")):
+        fresh = {k: v for k, v in env.vars.items() if k not in saved}
+        env.vars = saved
+        if "{ind}" not in extra and all(name not in extra.replace("(", " ").replace(".", " ").split() for name in (acc, iterated) if name):
             emit(lines, extra, ind + "    ")
-        else:
-            env.vars = saved
+            env.vars.update(fresh)
     return lines
 
 

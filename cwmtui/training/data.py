@@ -26,7 +26,7 @@ LIMITS = Limits(frames=600, seconds=2.0)
 class Curriculum:
     """Longer programs and sequences as training goes on (in tokens seen)."""
 
-    stages: tuple = ((4_000_000, 1024, 2), (15_000_000, 2048, 3), (40_000_000, 3072, 4), (None, 4096, 5))
+    stages: tuple = ((3_000_000, 768, 2), (10_000_000, 1536, 3), (25_000_000, 2560, 4), (None, 4096, 5))
 
     def at(self, tokens_seen: int) -> tuple[int, int]:
         """(maximum document length, maximum program size) at this point."""

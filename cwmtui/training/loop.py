@@ -24,10 +24,10 @@ class TrainOptions:
     seed: int = 0
     minutes: float | None = None
     steps: int | None = None
-    batch_tokens: int = 16384
-    micro_tokens: int = 16384
-    lr: float = 2e-3
-    min_lr: float = 2e-4
+    batch_tokens: int = 8192
+    micro_tokens: int = 8192
+    lr: float = 3e-3
+    min_lr: float = 3e-4
     warmup: int = 100
     decay_tokens: int | None = None  # cosine decay to min_lr over this many tokens (None: constant)
     weight_decay: float = 0.1
@@ -92,6 +92,37 @@ def model_from_checkpoint(path: str):
     return model, ckpt
 
 
+class ThreadChoice:
+    """Picks the torch thread count that trains fastest right now.
+
+    The machine is shared: when another process holds a core, a multi-threaded step waits at
+    every parallel region for the thread that lost its core, and one thread is faster. Every
+    ``period`` steps, try each count for ``probe`` steps and keep the fastest.
+    """
+
+    def __init__(self, most: int, period: int = 60, probe: int = 3) -> None:
+        self.counts = list(range(1, most + 1))
+        self.period, self.probe = period, probe
+        self.rates: dict[int, list[float]] = {}
+        self.best = most
+
+    def choose(self, step: int) -> int:
+        phase = step % self.period
+        if phase < self.probe * len(self.counts):
+            return self.counts[phase // self.probe]
+        return self.best
+
+    def record(self, step: int, rate: float) -> None:
+        phase = step % self.period
+        window = self.probe * len(self.counts)
+        if phase < window:
+            count = self.counts[phase // self.probe]
+            self.rates.setdefault(count, []).append(rate)
+            if phase == window - 1:
+                self.best = max(self.rates, key=lambda c: sorted(self.rates[c])[len(self.rates[c]) // 2])
+                self.rates = {}
+
+
 class Progress:
     """A rich progress bar on a terminal; plain log lines otherwise (background runs)."""
 
@@ -122,8 +153,12 @@ def train(opts: TrainOptions) -> dict:
 
     import torch
 
-    def stop(signum, frame):
-        raise KeyboardInterrupt
+    stopping: list[int] = []
+
+    def stop(signum, frame):  # finish the step, then save and leave
+        if stopping:
+            raise KeyboardInterrupt
+        stopping.append(signum)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
@@ -160,6 +195,7 @@ def train(opts: TrainOptions) -> dict:
     start = time.time()
     last_ckpt = start
     progress = Progress(opts.minutes * 60 if opts.minutes else None)
+    threads = ThreadChoice(opts.threads) if opts.device == "cpu" and opts.threads > 1 else None
     window: list[tuple[float, int, float]] = []
     try:
         while True:
@@ -168,7 +204,12 @@ def train(opts: TrainOptions) -> dict:
                 break
             if opts.steps is not None and state["step"] >= opts.steps:
                 break
+            if stopping:
+                print("cwmtui train: stopping; saving a checkpoint", file=sys.stderr, flush=True)
+                break
             batch = stream.get()
+            if threads is not None:
+                torch.set_num_threads(threads.choose(state["step"]))
             t0 = time.time()
             lr = learning_rate(opts, state["step"], state["tokens"])
             for group in optimizer.param_groups:
@@ -186,6 +227,8 @@ def train(opts: TrainOptions) -> dict:
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             dt = time.time() - t0
+            if threads is not None:
+                threads.record(state["step"], batch.tokens / dt)
             state["step"] += 1
             state["tokens"] += batch.tokens
             state["loss_tokens"] += batch.loss_tokens
@@ -198,8 +241,10 @@ def train(opts: TrainOptions) -> dict:
             metrics.write(json.dumps({"step": state["step"], "tokens": state["tokens"], "loss": round(loss, 5),
                                       "lr": lr, "grad_norm": round(grad_norm, 4), "tok_s": round(batch.tokens / dt),
                                       "time": round(state["seconds"], 1), "families": batch.families}) + "\n")
-            text = (f"step {state['step']} loss {avg:.4f} {tps:,.0f} tok/s "
+            text = (f"step {state['step']} loss {avg:.4f} {tps:,.0f} tok/s threads {torch.get_num_threads()} "
                     f"{state['tokens'] / 1e6:.2f}M tokens lr {lr:.2e}")
+            if state["step"] % opts.log_every == 0:
+                metrics.flush()
             progress.update(time.time() - start, text, state["step"] % opts.log_every == 0)
             if time.time() - last_ckpt >= opts.checkpoint_minutes * 60:
                 metrics.flush()
@@ -222,6 +267,8 @@ def export_checkpoint(checkpoint: str, out_dir: str) -> dict:
     state = ckpt["state"]
     info = {"size": ckpt["size"], "step": state["step"], "tokens": state["tokens"],
             "loss_tokens": state["loss_tokens"], "train_seconds": round(state["seconds"]),
-            "seed": ckpt["options"]["seed"], "parameters": sum(p.numel() for p in model.parameters())}
+            "seed": ckpt["options"]["seed"], "parameters": sum(p.numel() for p in model.parameters()),
+            "lr": ckpt["options"]["lr"], "batch_tokens": ckpt["options"]["batch_tokens"],
+            "decay_tokens": ckpt["options"].get("decay_tokens"), "runs": state.get("runs", 1)}
     export(model, out_dir, info)
     return info

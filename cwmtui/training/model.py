@@ -11,11 +11,13 @@ VOCAB_SIZE = (VOCAB_USED + 7) // 8 * 8  # 272
 CONTEXT = 4096
 
 #: name -> (hidden, layers, heads, intermediate). "small" is the bundled shape: 4 layers keep
-#: greedy decoding fast on 2 CPU cores (per-layer overhead dominates at this size).
+#: greedy decoding fast on 2 CPU cores (per-layer overhead dominates at this size), and ~2M
+#: parameters suit the few tens of millions of tokens a shared 2-core CPU trains in a day.
 SIZES = {
     "tiny": (64, 2, 2, 192),
-    "small": (256, 4, 4, 768),
-    "base": (384, 4, 6, 1024),
+    "small": (192, 4, 3, 576),
+    "base": (256, 4, 4, 768),
+    "large": (384, 4, 6, 1024),
 }
 
 

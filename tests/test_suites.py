@@ -1,0 +1,93 @@
+"""The program generators: deterministic per seed, ground truth from the tracer."""
+
+import ast
+import re
+
+import pytest
+
+from cwmtui.suites import SuiteProgram, families, s5, zoo
+from cwmtui.trace import Event, Status
+
+
+def final_value(interpreter, program):
+    trace = interpreter.trace(program)
+    assert trace.status.kind is Status.COMPLETE, trace.status
+    last = trace.frames[-1]
+    assert last.event is Event.RETURN and last.depth == 0
+    return last.arg
+
+
+def test_s5_is_deterministic_per_seed():
+    assert s5.program(8, seed=3, index=1).source == s5.program(8, seed=3, index=1).source
+    assert s5.program(8, seed=3, index=1).source != s5.program(8, seed=4, index=1).source
+    assert [p.id for p in s5.generate([8, 16], count=2, seed=1)] == [p.id for p in s5.generate([8, 16], count=2, seed=1)]
+
+
+def test_s5_programs_are_permutations_and_the_tracer_gives_their_result(interpreter):
+    for n in (8, 16):
+        program = s5.program(n, seed=5)
+        body = program.source.splitlines()
+        assert body[0].startswith("def f():") and "START_OF_TRACE" in body[0]
+        init = re.fullmatch(r"    a, b, c, d, e = (\d+), (\d+), (\d+), (\d+), (\d+)", body[1])
+        values = dict(zip("abcde", map(int, init.groups())))
+        swaps = body[2 : 2 + n]
+        assert len(swaps) == n
+        for line in swaps:
+            left, right = line.strip().split(" = ")
+            assert left == "a, b, c, d, e"
+            perm = right.split(", ")
+            assert sorted(perm) == list("abcde")
+            values = {name: values[src] for name, src in zip("abcde", perm)}
+        assert program.meta == {"suite": "s5", "family": "s5", "n": n, "seed": 5, "index": 0}
+        assert final_value(interpreter, program) == repr(tuple(values[k] for k in "abcde"))
+
+
+def test_zoo_is_deterministic_and_typed():
+    a = zoo.program("string", 3, "nested", seed=2, index=4)
+    assert a.source == zoo.program("string", 3, "nested", seed=2, index=4).source
+    assert a.meta["type"] == "string" and a.meta["depth"] == 3 and a.meta["form"] == "nested"
+    programs = zoo.generate(depths=[1, 2], count=1, seed=0)
+    assert {p.meta["type"] for p in programs} == set(zoo.TYPES) and len(zoo.TYPES) == 8
+    assert all(isinstance(p, SuiteProgram) and p.call.startswith("f(") for p in programs)
+
+
+@pytest.mark.parametrize("kind", zoo.TYPES)
+def test_zoo_nested_and_flattened_forms_compute_the_same_value(interpreter, kind):
+    for depth in (1, 3, 5):
+        nested = zoo.program(kind, depth, "nested", seed=11, index=depth)
+        flat = zoo.program(kind, depth, "flat", seed=11, index=depth)
+        assert nested.meta["functions"] == flat.meta["functions"]
+        value = final_value(interpreter, nested)
+        assert value == final_value(interpreter, flat)
+        # and the tracer's value is the program's value, computed here independently
+        space: dict = {}
+        exec(compile(nested.source, "<zoo>", "exec"), space)
+        assert value == repr(eval(nested.call, space))
+        # the functions are type-preserving: the result has the input's type
+        arg = ast.literal_eval(nested.call[2:-1])
+        assert type(eval(nested.call, space)) is type(arg)
+
+
+def test_training_families_are_deterministic_and_traceable(interpreter):
+    for family in families.FAMILIES:
+        first = [families.program(family, seed=1, index=i, size=2) for i in range(6)]
+        again = [families.program(family, seed=1, index=i, size=2) for i in range(6)]
+        assert [p.source for p in first] == [p.source for p in again]
+        assert len({p.source for p in first}) > 1, family
+        ended = 0
+        for p in first:
+            assert p.meta["family"] == family and p.meta["suite"] == "train"
+            trace = interpreter.trace(p)
+            assert len(trace.frames) >= 2
+            ended += trace.status.kind in (Status.COMPLETE, Status.RAISED)
+        assert ended == len(first), family
+
+
+def test_exception_family_catches_exceptions(interpreter):
+    caught = 0
+    for i in range(10):
+        trace = interpreter.trace(families.program("exception", seed=0, index=i))
+        events = [f.event for f in trace.frames]
+        if Event.EXCEPTION in events and trace.status.kind is Status.COMPLETE:
+            caught += 1
+    assert caught >= 5

@@ -1,0 +1,187 @@
+"""The training pipeline (not the model's accuracy): documents, tokenizer ids, a step that
+lowers the loss, checkpoints and resume, export and offline reload, the bundled model."""
+
+import json
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from cwmtui.interpreter import program_from_source
+from cwmtui.suites import s5
+from cwmtui.trace import frames_segments, parse_trace, prompt_segments, tokens
+from cwmtui.training.data import Curriculum, make_batch, pack
+from cwmtui.training.documents import SPECIAL_IDS, decode_ids, document, encode_segments
+
+SOURCE = '''def f(s):  # << START_OF_TRACE
+    t = s + "<|frame_sep|>"
+    return t.upper()
+'''
+BUNDLED = os.path.join(os.path.dirname(os.path.dirname(__file__)), "cwmtui", "model", "bundled")
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def traced():
+    from cwmtui.interpreter import Interpreter
+
+    program = program_from_source(SOURCE, call="f('é<|end_of_text|>')")
+    with Interpreter() as it:
+        trace = it.trace(program)
+    return program, trace
+
+
+def test_byte_ids_match_the_tokenizer_and_literal_specials_stay_bytes(traced):
+    from cwmtui.model.byte_tokenizer import build_byte_tokenizer
+
+    program, trace = traced
+    tok = build_byte_tokenizer()
+    segments = prompt_segments(program.source) + frames_segments(trace.frames, end=True)
+    ours = encode_segments(segments)
+    theirs = []
+    for seg in segments:
+        if type(seg) is str:
+            theirs += tok.encode(seg, add_special_tokens=False, split_special_tokens=True)
+        else:
+            theirs.append(tok.convert_tokens_to_ids(str(seg)))
+    assert ours == theirs
+    assert {k: tok.convert_tokens_to_ids(k) for k in SPECIAL_IDS} == SPECIAL_IDS
+    # the literal <|frame_sep|> in the source is bytes, not the special id
+    frame_sep = SPECIAL_IDS[tokens.FRAME_SEP]
+    assert ours.count(frame_sep) == len(trace.frames) + 1
+    assert decode_ids(ours) == "".join(segments)
+    assert tok.decode(ours) == "".join(segments)
+
+
+def test_document_loss_starts_after_the_entry_frame(traced):
+    program, trace = traced
+    doc = document(program.source, trace.frames)
+    prompt = encode_segments(prompt_segments(program.source) + frames_segments(trace.frames[:1]))
+    assert doc.ids[: len(prompt)] == prompt
+    assert doc.loss_start == len(prompt)
+    assert doc.ids[doc.loss_start] == SPECIAL_IDS[tokens.LINE_SEP]
+    assert doc.ids[-1] == SPECIAL_IDS[tokens.END_OF_TEXT]
+    assert len(doc.frame_starts) == len(trace.frames)  # frames after the entry + end of text
+
+
+def test_batches_are_a_function_of_seed_and_step_and_padding_is_masked(interpreter):
+    a = make_batch(interpreter, 3, 5, 3000, 3000, Curriculum())
+    b = make_batch(interpreter, 3, 5, 3000, 3000, Curriculum())
+    c = make_batch(interpreter, 3, 6, 3000, 3000, Curriculum())
+    assert a.rows == b.rows and a.rows != c.rows
+    assert a.tokens >= 3000
+    for ids, mask in a.rows:
+        longest = len(ids[0])
+        for row, m in zip(ids, mask):
+            assert len(row) == len(m) == longest
+            real = len(row) - next((i for i, t in enumerate(reversed(row)) if t != 0), 0)
+            assert real * 4 >= longest * 3  # little padding
+            assert not any(m[real:])  # no loss on pads
+            assert sum(m) > 0
+
+
+def test_one_training_step_lowers_the_loss_on_a_fixed_batch(interpreter):
+    from cwmtui.training.loop import masked_loss
+    from cwmtui.training.model import build_model
+
+    model = build_model("tiny", seed=0)
+    batch = make_batch(interpreter, 0, 0, 1500, 1500, Curriculum())
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+
+    def loss():
+        total, count = 0.0, 0
+        for ids, mask in batch.rows:
+            s, n = masked_loss(model, torch.tensor(ids), torch.tensor(mask))
+            total, count = total + s, count + n
+        return total / count
+
+    before = loss()
+    before.backward()
+    opt.step()
+    with torch.no_grad():
+        after = loss()
+    assert after.item() < before.item()
+
+
+def test_export_then_offline_load_gives_identical_logits(tmp_path, monkeypatch):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from cwmtui.training.model import CONTEXT, build_model, export
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    model = build_model("tiny", seed=1).eval()
+    export(model, str(tmp_path), {"step": 0})
+    assert (tmp_path / "model.safetensors").exists() and (tmp_path / "generation_config.json").exists()
+    loaded = AutoModelForCausalLM.from_pretrained(str(tmp_path), dtype=torch.float32).eval()
+    tok = AutoTokenizer.from_pretrained(str(tmp_path))
+    assert loaded.config.max_position_embeddings >= CONTEXT >= 4096
+    assert loaded.config.vocab_size % 8 == 0 and loaded.config.vocab_size >= len(tok)
+    assert tok.convert_tokens_to_ids(tokens.FRAME_SEP) == SPECIAL_IDS[tokens.FRAME_SEP]
+    # stored in bf16: compare against the bf16-rounded original
+    reference = model
+    with torch.no_grad():
+        for param in reference.parameters():
+            param.copy_(param.to(torch.bfloat16).float())
+    ids = torch.tensor([encode_segments(prompt_segments(SOURCE))])
+    with torch.no_grad():
+        assert torch.equal(loaded(input_ids=ids).logits, reference(input_ids=ids).logits)
+
+
+def test_train_checkpoint_resume_and_export(tmp_path):
+    from cwmtui.cli import main
+    from cwmtui.training.loop import load_checkpoint
+
+    out = str(tmp_path / "run")
+    common = ["--size", "tiny", "--batch-tokens", "1024", "--threads", "1"]
+    assert main(["train", "--out", out, "--steps", "2", *common]) == 0
+    first = load_checkpoint(out)
+    assert first["state"]["step"] == 2 and first["state"]["tokens"] >= 2048
+    assert main(["train", "--resume", out, "--steps", "3", *common]) == 0
+    second = load_checkpoint(out)
+    assert second["state"]["step"] == 3 and second["state"]["runs"] == 2
+    lines = [json.loads(line) for line in open(os.path.join(out, "metrics.jsonl"))]
+    assert [m["step"] for m in lines] == [1, 2, 3]
+    target = str(tmp_path / "export")
+    assert main(["train", "--resume", out, "--export", target]) == 0
+    info = json.load(open(os.path.join(target, "training.json")))
+    assert info["step"] == 3 and info["size"] == "tiny"
+
+
+def test_train_rejects_a_missing_checkpoint(tmp_path, capsys):
+    from cwmtui.cli import main
+
+    assert main(["train", "--resume", str(tmp_path / "nothing")]) == 2
+    assert "no checkpoint" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(BUNDLED, "model.safetensors")), reason="no bundled model yet")
+def test_bundled_model_writes_a_well_formed_frame():
+    from cwmtui.interpreter import Interpreter
+    from cwmtui.training.measure import load_model
+
+    model = load_model(BUNDLED, threads=1)
+    assert os.path.getsize(os.path.join(BUNDLED, "model.safetensors")) <= 16_000_000
+    program = s5.program(3, seed=1)
+    with Interpreter() as it:
+        trace = it.trace(program)
+    prompt = encode_segments(prompt_segments(program.source) + frames_segments(trace.frames[:1]))
+    ids = torch.tensor([prompt])
+    frame_sep = SPECIAL_IDS[tokens.FRAME_SEP]
+    new = []
+    with torch.no_grad():
+        for _ in range(200):
+            nxt = int(model(input_ids=ids).logits[0, -1].argmax())
+            new.append(nxt)
+            ids = torch.cat([ids, torch.tensor([[nxt]])], dim=1)
+            if nxt == frame_sep:
+                break
+    assert new[-1] == frame_sep
+    text = decode_ids(prompt + new)
+    parsed = parse_trace(text, program.source)
+    frame = parsed.frames[1]
+    assert frame.error is None and frame.event is not None
