@@ -1,0 +1,132 @@
+"""A lean greedy decoder for small Llama checkpoints on CPU (the bundled byte-level CWM).
+
+At a few million parameters, decoding one token through transformers' modules costs mostly
+Python and dispatch overhead (cache objects, masks, hooks: about a millisecond per layer on
+these CPUs), not arithmetic. This decoder runs the same weights with the fewest tensor
+operations per token: fused q/k/v and gate/up projections, a preallocated KV cache, rotary
+tables computed once. Its logits match ``LlamaForCausalLM``'s to float rounding (a test checks).
+
+It supports what the bundled model uses: Llama with RMSNorm, SiLU MLP, default RoPE, grouped or
+full multi-head attention, no biases. ``LlamaDecoder.supports(model)`` says whether a model fits.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+class LlamaDecoder:
+    """Incremental decoding with a KV cache: ``feed(ids)`` returns the logits after the last id;
+    ``crop(n)`` keeps the first n cached positions (a rewind)."""
+
+    def __init__(self, model, max_len: int | None = None) -> None:
+        import torch
+
+        self.torch = torch
+        cfg = model.config
+        self.hidden = cfg.hidden_size
+        self.heads = cfg.num_attention_heads
+        self.kv_heads = getattr(cfg, "num_key_value_heads", None) or self.heads
+        self.head_dim = getattr(cfg, "head_dim", None) or self.hidden // self.heads
+        self.eps = cfg.rms_norm_eps
+        self.max_len = max_len or cfg.max_position_embeddings
+        f32 = torch.float32
+
+        def w(t):
+            return t.detach().to(f32).contiguous()
+
+        inner = model.model
+        self.embed = w(inner.embed_tokens.weight)
+        self.final_norm = w(inner.norm.weight)
+        self.head = w(model.lm_head.weight).t().contiguous()  # [d, V]
+        self.layers = []
+        for layer in inner.layers:
+            att, mlp = layer.self_attn, layer.mlp
+            qkv = torch.cat([w(att.q_proj.weight), w(att.k_proj.weight), w(att.v_proj.weight)]).t().contiguous()
+            gate_up = torch.cat([w(mlp.gate_proj.weight), w(mlp.up_proj.weight)]).t().contiguous()
+            self.layers.append((w(layer.input_layernorm.weight), qkv, w(att.o_proj.weight).t().contiguous(),
+                                w(layer.post_attention_layernorm.weight), gate_up, w(mlp.down_proj.weight).t().contiguous()))
+        self.inter = inner.layers[0].mlp.gate_proj.weight.shape[0]
+        rotary = inner.rotary_emb
+        positions = torch.arange(self.max_len, dtype=f32)
+        inv_freq = rotary.inv_freq.detach().to(f32)
+        freqs = torch.outer(positions, inv_freq)
+        emb = torch.cat([freqs, freqs], dim=-1)
+        scaling = float(getattr(rotary, "attention_scaling", 1.0) or 1.0)
+        self.cos = (emb.cos() * scaling).contiguous()  # [max_len, head_dim]
+        self.sin = (emb.sin() * scaling).contiguous()
+        shape = (len(self.layers), self.kv_heads, self.max_len, self.head_dim)
+        self.k = torch.zeros(shape, dtype=f32)
+        self.v = torch.zeros(shape, dtype=f32)
+        self.length = 0
+        self.scale = self.head_dim ** -0.5
+
+    @staticmethod
+    def supports(model) -> bool:
+        cfg = getattr(model, "config", None)
+        if cfg is None or getattr(cfg, "model_type", "") != "llama":
+            return False
+        if getattr(cfg, "attention_bias", False) or getattr(cfg, "mlp_bias", False):
+            return False
+        if getattr(cfg, "hidden_act", "silu") != "silu":
+            return False
+        rope = getattr(cfg, "rope_parameters", None) or getattr(cfg, "rope_scaling", None) or {}
+        kind = rope.get("rope_type", rope.get("type", "default")) if isinstance(rope, dict) else "default"
+        return kind == "default"
+
+    def crop(self, length: int) -> None:
+        self.length = max(0, min(length, self.length))
+
+    def _norm(self, x, weight):
+        torch = self.torch
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * weight
+
+    def _rotate(self, x, cos, sin):
+        half = self.head_dim // 2
+        rotated = self.torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+        return x * cos + rotated * sin
+
+    def feed(self, ids: Sequence[int]):
+        """Run ``ids`` after the cached positions; returns the logits after the last one [V]."""
+        torch = self.torch
+        n = len(ids)
+        if n == 0:
+            raise ValueError("feed() needs at least one id")
+        start = self.length
+        end = start + n
+        if end > self.max_len:
+            raise ValueError(f"context of {end} tokens exceeds the decoder's {self.max_len}")
+        with torch.inference_mode():
+            x = self.embed[torch.as_tensor(list(ids), dtype=torch.long)]  # [n, d]
+            cos, sin = self.cos[start:end], self.sin[start:end]  # [n, hd]
+            H, KV, hd = self.heads, self.kv_heads, self.head_dim
+            q_size, kv_size = H * hd, KV * hd
+            for li, (ln1, qkv_w, o_w, ln2, gu_w, down_w) in enumerate(self.layers):
+                h = self._norm(x, ln1)
+                qkv = h @ qkv_w
+                q = qkv[:, :q_size].view(n, H, hd).transpose(0, 1)  # [H, n, hd]
+                k = qkv[:, q_size : q_size + kv_size].view(n, KV, hd).transpose(0, 1)
+                v = qkv[:, q_size + kv_size :].view(n, KV, hd).transpose(0, 1)
+                q = self._rotate(q, cos, sin)
+                k = self._rotate(k, cos, sin)
+                self.k[li, :, start:end] = k
+                self.v[li, :, start:end] = v
+                keys = self.k[li, :, :end]
+                values = self.v[li, :, :end]
+                if KV != H:
+                    keys = keys.repeat_interleave(H // KV, dim=0)
+                    values = values.repeat_interleave(H // KV, dim=0)
+                if n == 1:
+                    scores = (q @ keys.transpose(1, 2)) * self.scale  # [H, 1, end]
+                    out = torch.softmax(scores, dim=-1) @ values
+                else:
+                    mask = torch.ones(n, end, dtype=torch.bool).tril(diagonal=start)
+                    out = torch.nn.functional.scaled_dot_product_attention(
+                        q.unsqueeze(0), keys.unsqueeze(0), values.unsqueeze(0), attn_mask=mask
+                    )[0]
+                x = x + out.transpose(0, 1).reshape(n, q_size) @ o_w
+                h = self._norm(x, ln2)
+                gu = h @ gu_w
+                x = x + (torch.nn.functional.silu(gu[:, : self.inter]) * gu[:, self.inter :]) @ down_w
+            self.length = end
+            return self._norm(x[-1], self.final_norm) @ self.head

@@ -1,0 +1,44 @@
+"""The lean decoder gives the same logits as transformers' LlamaForCausalLM."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from cwmtui.model.llama_decoder import LlamaDecoder
+from cwmtui.training.model import build_model
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.set_num_threads(1)
+    m = build_model("tiny", seed=5).eval()
+    with torch.no_grad():
+        for p in m.parameters():
+            if p.ndim > 1:
+                p.normal_(std=0.1)
+    return m
+
+
+def test_prefill_steps_and_rewind_match_transformers(model):
+    ids = torch.randint(3, 259, (1, 120), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        reference = model(input_ids=ids).logits[0]
+    decoder = LlamaDecoder(model, max_len=256)
+    assert LlamaDecoder.supports(model)
+    logits = decoder.feed(ids[0, :80].tolist())
+    assert torch.allclose(logits, reference[79], atol=1e-4)
+    for t in range(80, 120):
+        logits = decoder.feed([int(ids[0, t])])
+        assert torch.allclose(logits, reference[t], atol=1e-4)
+    decoder.crop(100)  # rewind, then feed the same tail again
+    assert decoder.length == 100
+    logits = decoder.feed(ids[0, 100:120].tolist())
+    assert torch.allclose(logits, reference[119], atol=1e-4)
+    assert int(logits.argmax()) == int(reference[119].argmax())
+
+
+def test_context_limit_is_an_error(model):
+    decoder = LlamaDecoder(model, max_len=8)
+    decoder.feed([5] * 8)
+    with pytest.raises(ValueError):
+        decoder.feed([5])
