@@ -8,6 +8,9 @@ Written by our own generator (never CRUXEval itself, which is evaluation data):
 - ``helper``: a helper function called from a loop or a chain of calls;
 - ``exception``: caught exceptions (in the function or raised by a callee), and the odd uncaught;
 - ``grow``: samples/-style programs whose state grows (lists, strings, dicts built in loops);
+- ``story``: programs shaped like the demos in ``samples/`` (a sequence that grows in a
+  ``while`` loop, a pipeline of multi-line helpers, parsing with a caught exception in a callee,
+  nested digit functions, a letter cipher, swaps in a list), with random names and inputs;
 - ``s5`` and ``zoo``: the evaluation generators with any N / depth (training seeds).
 
 ``program(family, seed, index, size)`` draws one; ``size`` (1..5) scales loop lengths and
@@ -21,7 +24,7 @@ import random
 from ..interpreter import cruxeval_program
 from . import SuiteProgram, make_program, rng_for, s5, zoo
 
-FAMILIES = ("crux", "loop", "helper", "exception", "grow", "s5", "zoo")
+FAMILIES = ("crux", "loop", "helper", "exception", "grow", "story", "s5", "zoo")
 WORDS = ("apple", "sky", "banana", "rose", "hello", "mouse", "grass", "moon", "code", "lemon",
          "stars", "ocean", "tree", "bob", "kiwi", "abc", "xyz", "data", "level", "noon", "river")
 LETTERS = "abcdeilmnorstxyz"
@@ -392,6 +395,66 @@ def grow(rng: random.Random, size: int) -> str:
     return _entry("f", [], body, env) + _call("f", [])
 
 
+_HELPERS = {
+    "double": ("xs", ["return [2 * x for x in xs]"]),
+    "keep_odd_positions": ("xs", ["return xs[1::2]"]),
+    "running_total": ("xs", ["totals = []", "acc = 0", "for x in xs:", "    acc += x", "    totals.append(acc)", "return totals"]),
+    "drop_small": ("xs", ["out = []", "for x in xs:", "    if x > {k}:", "        out.append(x)", "return out"]),
+    "shift": ("xs", ["return xs[1:] + xs[:1]"]),
+    "square_each": ("xs", ["result = []", "for x in xs:", "    result.append(x * x % {m})", "return result"]),
+    "reverse": ("xs", ["return xs[::-1]"]),
+}
+
+
+def story(rng: random.Random, size: int) -> str:
+    style = rng.randrange(6)
+    name = rng.choice(("run", "solve", "process", "main_loop", "compute"))
+    if style == 0:  # a sequence that grows in a while loop
+        n = rng.randint(2, 6 + 4 * size)
+        odd = rng.choice(("3 * n + 1", "n + 1", "n * 3 - 1" if False else "n + 3"))
+        return (f"def {name}(n):  # << START_OF_TRACE\n    path = [n]\n    while n != 1 and len(path) < {4 + 3 * size}:\n"
+                f"        if n % 2 == 0:\n            n = n // 2\n        else:\n            n = {odd}\n"
+                f"        path.append(n)\n    return len(path), max(path)\n\n{name}({n})\n")
+    if style == 1:  # a pipeline of helpers
+        chosen = rng.sample(sorted(_HELPERS), rng.randint(2, min(4, 1 + size)))
+        k, m = rng.randint(1, 6), rng.choice((7, 10, 13))
+        src = ""
+        for h in chosen:
+            param, body = _HELPERS[h]
+            src += f"def {h}({param}):\n" + "".join(f"    {line.format(k=k, m=m)}\n" for line in body) + "\n\n"
+        src += f"def {name}(xs):  # << START_OF_TRACE\n"
+        prev = "xs"
+        for i, h in enumerate(chosen, 1):
+            src += f"    stage{i} = {h}({prev})\n"
+            prev = f"stage{i}"
+        src += f"    return {prev}\n\n"
+        xs = [rng.randint(0, 9) for _ in range(rng.randint(2, 3 + size))]
+        return src + f"{name}({xs!r})\n"
+    if style == 2:  # parsing, an exception raised in the callee and caught by the caller
+        items = [rng.choice((str(rng.randint(0, 99)), rng.choice(("x7", "2.5", "ten", "", "4a")))) for _ in range(rng.randint(2, 2 + size))]
+        factor = rng.randint(2, 5)
+        return (f"def parse_number(text):\n    value = int(text)\n    return value * {factor}\n\n\n"
+                f"def {name}(items):  # << START_OF_TRACE\n    good = []\n    bad = []\n    for item in items:\n"
+                f"        try:\n            good.append(parse_number(item))\n        except ValueError:\n"
+                f"            bad.append(item)\n    return good, bad\n\n{name}({items!r})\n")
+    if style == 3:  # nested digit functions
+        n = rng.randint(10, 10 ** min(6, 1 + size))
+        return ("def digits(n):\n    return [int(d) for d in str(n)]\n\n\n"
+                "def digit_sum(n):\n    total = 0\n    for d in digits(n):\n        total += d\n    return total\n\n\n"
+                f"def {name}(n):  # << START_OF_TRACE\n    steps = 0\n    while n >= 10:\n        n = digit_sum(n)\n"
+                f"        steps += 1\n    return n, steps\n\n{name}({n})\n")
+    if style == 4:  # a letter cipher over words
+        text = " ".join(rng.sample(WORDS, rng.randint(1, 1 + size // 2)))
+        shift = rng.randint(1, 5)
+        return (f"def {name}(text, shift):  # << START_OF_TRACE\n    out = []\n    for word in text.split():\n"
+                f"        rotated = ''\n        for ch in word:\n            rotated += chr((ord(ch) - 97 + shift) % 26 + 97)\n"
+                f"        out.append(rotated{rng.choice(('', '[::-1]', '.upper()'))})\n    return '-'.join(out)\n\n{name}({text!r}, {shift})\n")
+    cups = list("abcde")[: rng.randint(3, 5)]
+    swaps = [tuple(rng.sample(range(len(cups)), 2)) for _ in range(rng.randint(1, 2 + 2 * size))]
+    return (f"def {name}(swaps):  # << START_OF_TRACE\n    cups = {cups!r}\n    for i, j in swaps:\n"
+            f"        cups[i], cups[j] = cups[j], cups[i]\n    return ''.join(cups)\n\n{name}({swaps!r})\n")
+
+
 def program(family: str, seed: int, index: int, size: int = 2) -> SuiteProgram:
     """One training program of ``family``; ``size`` in 1..5 scales its length."""
     rng = rng_for("train", family, seed, index)
@@ -409,7 +472,7 @@ def program(family: str, seed: int, index: int, size: int = 2) -> SuiteProgram:
         code, args = crux(rng, size)
         p = cruxeval_program(code, args, path=f"<{pid}>")
         return SuiteProgram(p.path, p.source, p.entry, p.entry_line, p.entry_firstlineno, p.call, id=pid, meta=meta)
-    source = {"loop": looped, "helper": helper, "grow": grow,
+    source = {"loop": looped, "helper": helper, "grow": grow, "story": story,
               "exception": lambda r, s: (excepting if r.random() < 0.7 else callee_raises)(r, s)}[family](rng, size)
     source, call = _split_call(source)
     return make_program(source, call, pid, meta)

@@ -18,7 +18,7 @@ from ..trace import Status
 from .documents import PAD_ID, Document, document
 
 #: family -> weight in the training mix
-MIX = {"s5": 0.2, "zoo": 0.2, "crux": 0.14, "loop": 0.12, "helper": 0.1, "exception": 0.1, "grow": 0.14}
+MIX = {"s5": 0.18, "zoo": 0.18, "crux": 0.13, "loop": 0.11, "helper": 0.1, "exception": 0.1, "grow": 0.1, "story": 0.1}
 LIMITS = Limits(frames=600, seconds=2.0)
 
 
