@@ -18,6 +18,7 @@ import _thread
 import fcntl
 import json
 import marshal
+import opcode
 import os
 import resource
 import select
@@ -41,6 +42,11 @@ _PRELOAD = ("re", "collections", "itertools", "functools", "math", "string", "js
             "datetime", "textwrap", "typing", "dataclasses", "enum")
 
 _in_repr = False  # read by the watchdog thread
+# The instructions a frame returns normally by (a return event elsewhere is an exception
+# leaving the frame: CPython passes None as the value in both cases).
+_RETURN_OPS = frozenset(
+    opcode.opmap[name] for name in ("RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE") if name in opcode.opmap
+)
 _RECURSION_MESSAGE = (
     "the program reached Python's recursion limit (RecursionError), where the tracer cannot "
     "follow it; the trace stops there"
@@ -180,7 +186,7 @@ def run_job(job: dict, fd: int) -> None:
     bad_types: set = set()  # classes whose __repr__ ran too long: placeholders from then on
     hung: dict = {}  # id -> value whose repr ran too long (kept alive, so its id stays its own)
     entry = None  # the entry's frame, once it is called
-    entry_exc = None  # an exception passing through the entry (its next line clears it)
+    entry_exc = None  # the last exception that passed through the entry
     count = 0  # frames recorded, the one being recorded included
     next_check = min(_FLUSH_EVERY, max_frames + 1)  # the count at which the hot path looks up
     last_keys = ()  # the previous frame's names: a record reuses the tuple while they stay
@@ -253,19 +259,17 @@ def run_job(job: dict, fd: int) -> None:
                 if keys != last_keys:
                     last_keys = keys
                 append((LINE, frame.f_lineno, last_keys, reprs(loc.values())))
-                if frame is entry:
-                    entry_exc = None
             elif event == "return":
                 count += 1
                 if count >= next_check:
                     checkpoint()
                 append((RETURN, frame.f_lineno, safe_repr(arg)))
                 if frame is entry:
-                    exc = entry_exc
-                    if exc is not None:
+                    if frame.f_code.co_code[frame.f_lasti] not in _RETURN_OPS:  # unwinding
+                        exc = entry_exc
                         if isinstance(exc, MemoryError):
                             recorder.end("limit", "memory", "the program ran out of memory (MemoryError)")
-                        recorder.end("raised", None, _describe_exception(exc))
+                        recorder.end("raised", None, _describe_exception(exc) if exc is not None else "")
                     recorder.end("complete")
             elif event == "exception":
                 count += 1

@@ -1,0 +1,70 @@
+"""How a trace ends when the entry returns: complete only when the entry really returned.
+
+CPython gives a return event with value None both for ``return None`` and for an exception
+leaving the frame, so the tracer must tell them apart, also when a ``finally`` clause ran lines
+in between (the re-raise at its end gives no new exception event).
+"""
+
+import textwrap
+
+from cwmtui.interpreter import program_from_source
+from cwmtui.trace import Event, Status
+
+
+def run(interpreter, source: str):
+    return interpreter.trace(program_from_source(textwrap.dedent(source), "prog.py"))
+
+
+def test_an_exception_leaving_the_entry_through_finally_is_raised_not_complete(interpreter):
+    trace = run(interpreter, """\
+        def f():  # << START_OF_TRACE
+            try:
+                x = 1 / 0
+            finally:
+                y = 2
+        f()
+        """)
+    assert trace.status.kind is Status.RAISED
+    assert trace.status.message == "ZeroDivisionError: division by zero"
+    events = [frame.event for frame in trace.frames]
+    assert events == [Event.CALL, Event.LINE, Event.LINE, Event.EXCEPTION, Event.LINE, Event.RETURN]
+    assert trace.frames[-1].arg == "None"
+
+
+def test_a_return_in_finally_swallows_the_exception_and_completes(interpreter):
+    trace = run(interpreter, """\
+        def f():  # << START_OF_TRACE
+            try:
+                x = 1 / 0
+            finally:
+                return 3
+        f()
+        """)
+    assert trace.status.kind is Status.COMPLETE
+    assert trace.frames[-1].arg == "3"
+
+
+def test_a_caught_exception_then_an_implicit_return_none_completes(interpreter):
+    trace = run(interpreter, """\
+        def f():  # << START_OF_TRACE
+            try:
+                raise KeyError('k')
+            except KeyError:
+                pass
+        f()
+        """)
+    assert trace.status.kind is Status.COMPLETE
+    assert trace.frames[-1].event is Event.RETURN and trace.frames[-1].arg == "None"
+
+
+def test_the_last_exception_is_the_one_reported(interpreter):
+    trace = run(interpreter, """\
+        def f():  # << START_OF_TRACE
+            try:
+                raise KeyError('first')
+            except KeyError:
+                raise ValueError('second')
+        f()
+        """)
+    assert trace.status.kind is Status.RAISED
+    assert trace.status.message == "ValueError: second"
