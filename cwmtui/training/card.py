@@ -12,7 +12,7 @@ import time
 
 from ..interpreter import Interpreter
 from ..suites import families, s5, zoo
-from .measure import decode_speed, load_model, measure
+from .measure import decode_speed, lean_decode_speed, load_model, measure
 
 #: evaluation seeds: disjoint from the training draws (training uses seeds >= 0 for families
 #: and >= 1,000,000 for the s5 / zoo programs inside the mix)
@@ -27,7 +27,7 @@ def pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
-def measurements(path: str, count: int = 30) -> dict:
+def measurements(path: str, count: int = 20) -> dict:
     model = load_model(path)
     out: dict = {"families": {}, "s5": {}, "zoo": {}, "zoo_string": {}}
     t0 = time.time()
@@ -53,10 +53,40 @@ def measurements(path: str, count: int = 30) -> dict:
             strings = zoo.generate(types=["string"], depths=[depth], count=max(3, count // 3), seed=CARD_SEED)
             ts = measure(model, strings, interpreter)
             out["zoo_string"][depth] = {"programs": len(ts.scores), "trace_exact": ts.trace_exact}
+        out["samples"] = sample_divergences(model, interpreter)
     prompt = [259, 267] + [3 + b for b in s5.program(8, CARD_SEED).source.encode()] + [260]
-    out["decode_tokens_per_s"] = decode_speed(model, prompt)
+    out["decode_tokens_per_s"] = max(decode_speed(model, prompt) for _ in range(2))
+    out["lean_decode_tokens_per_s"] = max(lean_decode_speed(model, prompt) for _ in range(2))
+    out["load_average"] = round(os.getloadavg()[0], 1)
     out["measure_seconds"] = round(time.time() - t0)
     return out
+
+
+SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "samples")
+
+
+def sample_divergences(model, interpreter) -> dict:
+    """For each program in samples/: its frames and the step of the first frame a greedy
+    rollout gets wrong (None: the whole trace is right)."""
+    from ..interpreter import ProgramError, load_program
+    from .measure import score, trace_documents
+
+    found: dict = {}
+    if not os.path.isdir(SAMPLES):
+        return found
+    for name in sorted(os.listdir(SAMPLES)):
+        if not name.endswith(".py"):
+            continue
+        try:
+            program = load_program(os.path.join(SAMPLES, name))
+        except ProgramError:
+            continue
+        for prog, doc in trace_documents([program], interpreter):
+            sc = score(model, prog, doc)
+            first = None if sc.first_wrong_frame is None else sc.first_wrong_frame + 1
+            found[name] = {"frames": sc.frames + 1, "first_divergence": first, "fits": sc.fits,
+                           "tokens": len(doc), "frames_in_context": sc.frames_scored + 1}
+    return found
 
 
 def render(path: str, m: dict) -> str:
@@ -105,6 +135,8 @@ def render(path: str, m: dict) -> str:
         + f", {info.get('batch_tokens', '?')} tokens a step, {info.get('runs', 1)} resumed run(s)",
         "- reproduce: `cwmtui train --out runs/main` (resume with `--resume runs/main`), then "
         "`cwmtui train --resume runs/main --export bundled` and `cwmtui train --card`",
+        "- training loss (mean cross-entropy per byte over the trace frames) by tokens seen: "
+        + ", ".join(f"{t:g}M {l:.3f}" for t, l in info.get("loss_curve", [])),
         "",
         "## Measured",
         "",
@@ -129,15 +161,28 @@ def render(path: str, m: dict) -> str:
         s = m["zoo_string"][d]
         lines.append(f"| {d} | {row['programs']} | {pct(row['trace_exact'])} | {pct(row['nested'])} | {pct(row['flat'])} | "
                      f"{pct(row['frame_exact'])} | {pct(s['trace_exact'])} | {META_STRING_NESTING[int(d)]}% |")
-    lines += ["", f"Greedy decoding speed (fp32, KV cache, 2 CPU cores, plain transformers forward per token): "
-              f"{m['decode_tokens_per_s']:.0f} tokens/s.", "",
+    if m.get("samples"):
+        lines += ["", "| samples/ program | frames | tokens | first divergence (greedy, step) |", "|---|---|---|---|"]
+        for name, row in m["samples"].items():
+            if row["first_divergence"] is not None:
+                first = str(row["first_divergence"])
+            elif row["fits"]:
+                first = "none: whole trace right"
+            else:
+                first = f"none in the {row['frames_in_context']} frames that fit the context"
+            lines.append(f"| {name} | {row['frames']} | {row['tokens']} | {first} |")
+        lines += ["", "Step 0 is the entry CALL frame (forced from the truth); step 1 is the first frame the model writes."]
+    lines += ["", "Greedy decoding speed (fp32, KV cache, one torch thread, machine load average "
+              f"{m.get('load_average', '?')} while measuring): transformers forward per token "
+              f"{m['decode_tokens_per_s']:.0f} tokens/s; `cwmtui.model.llama_decoder.LlamaDecoder` "
+              f"{m.get('lean_decode_tokens_per_s', 0):.0f} tokens/s (see docs/benchmarks.md for figures on an idle machine).", "",
               "Meta CWM figures are the published ones for the 32B model (\"Debugging code world models\",",
               "arXiv 2602.07672): S5 free-running 100/80/40/0/0% at N = 8..128; string nesting 90/75/58/39/25%",
               "at depth 1..5. Regenerate this card with `cwmtui train --card`.", ""]
     return "\n".join(lines)
 
 
-def write_card(path: str, count: int = 30) -> str:
+def write_card(path: str, count: int = 20) -> str:
     m = measurements(path, count)
     text = render(path, m)
     with open(os.path.join(path, "MODEL_CARD.md"), "w") as fh:

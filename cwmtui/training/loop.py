@@ -262,6 +262,30 @@ def train(opts: TrainOptions) -> dict:
     return state
 
 
+def loss_curve(run_dir: str, points: int = 16) -> list[list[float]]:
+    """[[tokens seen (millions), mean training loss]] over ``points`` even stretches of a run."""
+    path = os.path.join(run_dir, "metrics.jsonl")
+    if not os.path.exists(path):
+        return []
+    rows = []
+    with open(path) as fh:
+        for line in fh:
+            try:
+                m = json.loads(line)
+                rows.append((m["tokens"], m["loss"]))
+            except (ValueError, KeyError):
+                continue
+    if not rows:
+        return []
+    rows.sort()
+    size = max(1, len(rows) // points)
+    curve = []
+    for i in range(0, len(rows), size):
+        chunk = rows[i : i + size]
+        curve.append([round(chunk[-1][0] / 1e6, 2), round(sum(r[1] for r in chunk) / len(chunk), 4)])
+    return curve
+
+
 def export_checkpoint(checkpoint: str, out_dir: str) -> dict:
     model, ckpt = model_from_checkpoint(checkpoint)
     state = ckpt["state"]
@@ -269,6 +293,7 @@ def export_checkpoint(checkpoint: str, out_dir: str) -> dict:
             "loss_tokens": state["loss_tokens"], "train_seconds": round(state["seconds"]),
             "seed": ckpt["options"]["seed"], "parameters": sum(p.numel() for p in model.parameters()),
             "lr": ckpt["options"]["lr"], "batch_tokens": ckpt["options"]["batch_tokens"],
-            "decay_tokens": ckpt["options"].get("decay_tokens"), "runs": state.get("runs", 1)}
+            "decay_tokens": ckpt["options"].get("decay_tokens"), "runs": state.get("runs", 1),
+            "loss_curve": loss_curve(checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint))}
     export(model, out_dir, info)
     return info

@@ -35,6 +35,7 @@ class Score:
     tokens: int = 0
     token_correct: int = 0
     first_wrong_frame: int | None = None
+    frames_scored: int = 0  # frames inside the context
 
 
 @dataclass
@@ -46,7 +47,7 @@ class Table:
 
     @property
     def frame_exact(self) -> float:
-        n = sum(s.frames for s in self.scores)
+        n = sum(s.frames_scored for s in self.scores)
         return sum(s.frames_exact for s in self.scores) / n if n else 0.0
 
     @property
@@ -59,7 +60,7 @@ class Table:
         return sum(s.token_correct for s in self.scores) / n if n else 0.0
 
 
-def load_model(path: str, threads: int = 2):
+def load_model(path: str, threads: int = 1):
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -74,7 +75,7 @@ def trace_documents(programs: list[SuiteProgram], interpreter: Interpreter) -> l
         trace = interpreter.trace(program, Limits(frames=5000, seconds=5.0))
         if trace.status.kind not in (Status.COMPLETE, Status.RAISED):
             continue
-        out.append((program, document(program.source, trace.frames, end=True, family=program.meta.get("family", ""))))
+        out.append((program, document(program.source, trace.frames, end=True, family=getattr(program, "meta", {}).get("family", ""))))
     return out
 
 
@@ -82,26 +83,32 @@ def score(model, program: SuiteProgram, doc: Document, context: int = CONTEXT) -
     import torch
 
     result = Score(program, frames=len(doc.frame_starts or []) - 1)
-    if len(doc) > context:
-        result.fits = False
+    # a document longer than the context is scored on the frames that fit (it cannot be exact)
+    result.fits = len(doc) <= context
+    if doc.loss_start >= context:
         return result
-    ids = torch.tensor([doc.ids])
+    ids = torch.tensor([doc.ids[:context]])
     with torch.inference_mode():
         logits = model(input_ids=ids).logits[0]
     pred = logits[:-1].argmax(-1)
     right = (pred == ids[0, 1:]).tolist()  # right[t-1]: token t predicted correctly
     starts = doc.frame_starts or []
-    ok_all = True
+    ok_all = result.fits
+    seen = 0
     for k in range(len(starts)):
         lo = starts[k]
         hi = starts[k + 1] if k + 1 < len(starts) else len(doc)
+        if hi > len(right) + 1:
+            break  # beyond the context
         ok = all(right[t - 1] for t in range(lo, hi))
         if k + 1 < len(starts):  # a frame (the last start is <|end_of_text|>)
             result.frames_exact += ok
-        if not ok and ok_all:
+        if not ok and result.first_wrong_frame is None:
             result.first_wrong_frame = k
         ok_all = ok_all and ok
-    result.trace_exact = ok_all
+        seen = k + 1
+    result.trace_exact = ok_all and seen == len(starts)
+    result.frames_scored = min(seen, result.frames)
     span = right[doc.loss_start - 1 :]
     result.tokens = len(span)
     result.token_correct = sum(span)
@@ -113,6 +120,18 @@ def measure(model, programs: list[SuiteProgram], interpreter: Interpreter) -> Ta
     for program, doc in trace_documents(programs, interpreter):
         table.add(score(model, program, doc))
     return table
+
+
+def lean_decode_speed(model, prompt_ids: list[int], new_tokens: int = 300) -> float:
+    """The same with :class:`cwmtui.model.llama_decoder.LlamaDecoder`."""
+    from ..model.llama_decoder import LlamaDecoder
+
+    decoder = LlamaDecoder(model, max_len=len(prompt_ids) + new_tokens + 1)
+    token = int(decoder.feed(prompt_ids).argmax())
+    start = time.perf_counter()
+    for _ in range(new_tokens):
+        token = int(decoder.feed([token]).argmax())
+    return new_tokens / (time.perf_counter() - start)
 
 
 def decode_speed(model, prompt_ids: list[int], new_tokens: int = 300) -> float:
