@@ -113,7 +113,7 @@ def make_batch(interpreter: Interpreter, seed: int, step: int, batch_tokens: int
                  sum(len(d) - d.loss_start for d in docs), fam)
 
 
-def _worker(queue, seed, start, batch_tokens, micro_tokens, curriculum) -> None:
+def _worker(queue, seed, start, batch_tokens, micro_tokens, curriculum, stride=1) -> None:
     import os
 
     try:
@@ -135,28 +135,41 @@ def _worker(queue, seed, start, batch_tokens, micro_tokens, curriculum) -> None:
                     break
                 except queues.Full:
                     continue
-            step += 1
+            step += stride
 
 
 class BatchStream:
-    """Batches for steps start, start+1, ... prepared by a background process."""
+    """Batches for steps start, start+1, ... prepared by background processes.
 
-    def __init__(self, seed: int, start: int, batch_tokens: int, micro_tokens: int, curriculum: Curriculum | None = None, prefetch: int = 6) -> None:
+    With ``workers`` > 1 (a GPU run, where tracing is the bottleneck) worker w prepares steps
+    start+w, start+w+workers, ...; the batches are the same whatever the number of workers.
+    """
+
+    def __init__(self, seed: int, start: int, batch_tokens: int, micro_tokens: int, curriculum: Curriculum | None = None,
+                 prefetch: int = 6, workers: int = 1) -> None:
         ctx = mp.get_context("spawn")
-        self.queue = ctx.Queue(maxsize=prefetch)
-        self.process = ctx.Process(
-            target=_worker, args=(self.queue, seed, start, batch_tokens, micro_tokens, curriculum or Curriculum()), daemon=True
-        )
-        self.process.start()
+        self.queues = []
+        self.processes = []
+        for w in range(workers):
+            queue = ctx.Queue(maxsize=max(2, prefetch // workers))
+            process = ctx.Process(
+                target=_worker, args=(queue, seed, start + w, batch_tokens, micro_tokens, curriculum or Curriculum(), workers),
+                daemon=True,
+            )
+            process.start()
+            self.queues.append(queue)
+            self.processes.append(process)
+        self.start = start
         self.next_step = start
 
     def get(self) -> Batch:
-        batch = self.queue.get()
+        batch = self.queues[(self.next_step - self.start) % len(self.queues)].get()
         assert batch.step == self.next_step
         self.next_step += 1
         return batch
 
     def close(self) -> None:
-        if self.process.is_alive():
-            self.process.terminate()
-            self.process.join(timeout=5)
+        for process in self.processes:
+            if process.is_alive():
+                process.terminate()
+                process.join(timeout=5)
