@@ -129,7 +129,7 @@ BINDINGS = [
     Binding("x", "export", "Export", id="session.export"),
     Binding("escape", "cancel", "Cancel", id="work.cancel", show=False),
     Binding("question_mark", "help", "Help", id="app.help", key_display="?"),
-    Binding("q", "quit", "Quit", id="app.quit"),
+    Binding("q", "app.quit", "Quit", id="app.quit"),
 ]
 
 
@@ -241,8 +241,13 @@ class DebuggerScreen(Screen):
         self._wire()
 
     def _wire(self) -> None:
-        truth, model = self.query_one("#truth", Timeline), self.query_one("#model", Timeline)
-        truth.partner, model.partner = model, truth
+        self.truth_timeline = self.query_one("#truth", Timeline)
+        self.model_timeline = self.query_one("#model", Timeline)
+        self.source_pane = self.query_one("#source", SourcePane)
+        self.state_panel = self.query_one("#state", StatePanel)
+        self.output_panel = self.query_one("#output", OutputPanel)
+        self.status_bar = self.query_one("#status", StatusBar)
+        self.truth_timeline.partner, self.model_timeline.partner = self.model_timeline, self.truth_timeline
         self.show_view()
 
     async def set_layout(self, choice: str) -> None:
@@ -296,14 +301,12 @@ class DebuggerScreen(Screen):
 
     def show_step(self) -> None:
         view, branch, row = self.view, self.branch, self.step
-        truth_tl, model_tl = self.query_one("#truth", Timeline), self.query_one("#model", Timeline)
+        truth_tl, model_tl = self.truth_timeline, self.model_timeline
         truth_tl.cursor = row
         model_tl.cursor = row
         truth_tl.scroll_to_row(row)
         model_tl.scroll_to_row(row)
-        source = self.query_one("#source", SourcePane)
-        state = self.query_one("#state", StatePanel)
-        output = self.query_one("#output", OutputPanel)
+        source, state, output = self.source_pane, self.state_panel, self.output_panel
         if view is not None and branch is not None and len(branch):
             truth, model = branch.truth_at(row), branch.model_at(row)
             divergence = branch.first_divergence
@@ -324,7 +327,7 @@ class DebuggerScreen(Screen):
         playing = ""
         if self.playing:
             playing = f"▶ playing {PLAY_SPEEDS[self.play_speed]} steps/s (p stops, +/- speed)"
-        self.query_one("#status", StatusBar).show(self.view, self.branch, self.step, self.activity, playing)
+        self.status_bar.show(self.view, self.branch, self.step, self.activity, playing)
 
     def watch_step(self, old: int, new: int) -> None:
         self.show_step()
@@ -603,11 +606,12 @@ class DebuggerScreen(Screen):
             self.query_one("#model", Timeline).show_branch(branch)
             self._title_model()
             self.show_step()
-        note = f"{branch.name}: {branch.status}"
-        if branch.badge:
-            note += f" · {branch.badge}"
         self.set_activity("")
-        self.notify(note, timeout=4)
+        if branch.parent is not None or branch.intervention or branch.status != "ended":
+            note = f"{branch.name}: {branch.status}"
+            if branch.badge:
+                note += f" · {branch.badge}"
+            self.notify(note, timeout=4)
 
     def on_work_failed(self, message: WorkFailed) -> None:
         self._work_cancel = None

@@ -69,13 +69,16 @@ class VariableRow:
     type_name: str = ""
     literal_equal: bool = False
     in_locals: bool = True  # a local (False: a return or exception value)
+    pending: bool = False  # the model has not written this step yet
 
     @property
     def differs(self) -> bool:
-        return self.expected != self.predicted
+        return not self.pending and self.expected != self.predicted
 
     @property
     def status(self) -> str:
+        if self.pending:
+            return "…"
         if self.expected == self.predicted:
             return "="
         if self.predicted is None:
@@ -129,6 +132,8 @@ class BranchView:
         self.version = 0  # bumped whenever rows change: widgets drop cached lines
         self._calls: list[int] | None = None
         self._dirty = False
+        self._tokens_version: tuple = ()
+        self._token_totals = (0, 0)
         self.comparison: Comparison
         self._adopt(comparison if comparison is not None else self._compare())
 
@@ -190,6 +195,14 @@ class BranchView:
         if tokens_processed is not None:
             self.tokens_processed = tokens_processed
         self._adopt(comparison if comparison is not None else self._compare())
+
+    def token_totals(self) -> tuple[int, int]:
+        """(tokens in the trace, frames that carry a token count), cached per version."""
+        if self._tokens_version != (self.version, len(self.frames)):
+            counted = [f.tokens for f in self.frames if f.tokens]
+            self._token_totals = (self.tokens_used or sum(counted), len(counted))
+            self._tokens_version = (self.version, len(self.frames))
+        return self._token_totals
 
     # -- rows -------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -282,6 +295,7 @@ class BranchView:
             return []
         step = self.steps[row]
         truth, model = step.truth, step.model
+        pending = step.kind is StepKind.PENDING
         diffs = {v.name: v for v in step.variables}
         expected = truth.locals if truth is not None else None
         predicted = model.locals if model is not None else None
@@ -296,6 +310,7 @@ class BranchView:
                 name in step.changed,
                 diff.type_name if diff else "",
                 diff.literal_equal if diff else False,
+                pending=pending,
             ))
         arg_frames = [f for f in (truth, model) if f is not None and f.event in (Event.RETURN, Event.EXCEPTION)]
         if arg_frames:
@@ -309,6 +324,7 @@ class BranchView:
                 diff.type_name if diff else "",
                 diff.literal_equal if diff else False,
                 in_locals=False,
+                pending=pending,
             ))
         return rows
 

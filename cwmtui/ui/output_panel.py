@@ -3,35 +3,37 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import Static
 
 from ..trace import OutputChunk
+from .rendered_panel import RenderedPanel
 
 
-class OutputPanel(Static, can_focus=False):
+class OutputPanel(RenderedPanel):
     COMPONENT_CLASSES = {"output--stderr", "output--empty"}
 
     DEFAULT_CSS = """
-    OutputPanel { overflow-y: auto; height: 1fr; padding: 0 1; background: $surface; }
+    OutputPanel { height: 1fr; padding: 0 1; background: $surface; }
     OutputPanel > .output--stderr { color: $cwm-diverge; }
     OutputPanel > .output--empty { color: $cwm-dim; text-style: italic; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__("", id=id)
+        super().__init__(id=id)
         self.chunks: list[OutputChunk] = []
         self.total = 0
 
     def show(self, chunks: list[OutputChunk], total: int) -> None:
-        if len(chunks) == len(self.chunks) and total == self.total and chunks[-1:] == self.chunks[-1:]:
+        if len(chunks) == len(self.chunks) and total == self.total and chunks[-1:] == self.chunks[-1:] and self._strips:
             return
         self.chunks, self.total = chunks, total
-        self.update(self._render_output())
-        self.call_after_refresh(self.scroll_end, animate=False)
+        self.show_renderable(self._render_output(), end=True)
 
     @property
     def text(self) -> str:
         return "".join(chunk.text for chunk in self.chunks)
+
+    def rebuild(self):
+        return self._render_output()
 
     def _render_output(self) -> Text:
         if not self.chunks:

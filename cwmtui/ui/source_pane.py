@@ -10,7 +10,8 @@ from __future__ import annotations
 from pygments.lexers import PythonLexer
 from pygments.token import Comment, Keyword, Name, Number, Operator, String, Token
 from rich.segment import Segment
-from textual.geometry import Size
+from textual.cache import LRUCache
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -81,8 +82,10 @@ class SourcePane(ScrollView, can_focus=False):
         self.truth_line: int | None = None
         self.model_line: int | None = None
         self.divergence_line: int | None = None
+        self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
 
     def show_source(self, source: str) -> None:
+        self._cache.clear()
         self.raw = source.splitlines()
         self.lines = highlight(source)
         while len(self.lines) < len(self.raw):
@@ -95,10 +98,15 @@ class SourcePane(ScrollView, can_focus=False):
         return len(str(max(len(self.raw), 1))) + 4
 
     def mark(self, truth_line: int | None, model_line: int | None, divergence_line: int | None) -> None:
-        if (truth_line, model_line, divergence_line) == (self.truth_line, self.model_line, self.divergence_line):
+        old = (self.truth_line, self.model_line, self.divergence_line)
+        new = (truth_line, model_line, divergence_line)
+        if old == new:
             return
-        self.truth_line, self.model_line, self.divergence_line = truth_line, model_line, divergence_line
-        self.refresh()
+        self.truth_line, self.model_line, self.divergence_line = new
+        top = int(self.scroll_y)
+        width = max(self.virtual_size.width, self.size.width)
+        for number in {n for n in old + new if n is not None}:  # repaint just the lines that changed
+            self.refresh(Region(0, number - 1 - top, width, 1))
         target = truth_line or model_line
         if target is not None:
             height = self.scrollable_content_region.height
@@ -107,12 +115,25 @@ class SourcePane(ScrollView, can_focus=False):
             if height > 0 and not (top <= index < top + height):
                 self.scroll_to(y=max(0, index - height // 3), animate=False)
 
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._cache.clear()
+
     def render_line(self, y: int) -> Strip:
         index = int(self.scroll_y) + y
         width = self.scrollable_content_region.width
-        base = self.rich_style
         if index >= len(self.raw):
-            return Strip.blank(width, base)
+            return Strip.blank(width, self.rich_style)
+        number = index + 1
+        key = (index, width, int(self.scroll_x), number == self.truth_line, number == self.model_line,
+               number == self.divergence_line)
+        strip = self._cache.get(key)
+        if strip is None:
+            strip = self._cache[key] = self._render_source_line(index, width)
+        return strip
+
+    def _render_source_line(self, index: int, width: int) -> Strip:
+        base = self.rich_style
         style = self.get_component_rich_style
         number = index + 1
         line_style = base

@@ -7,36 +7,37 @@ the expected and the predicted value, the pieces that differ marked.
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 from textual.events import Click
-from textual.widgets import Static
 
 from ..analysis.lens import Lens, byte_pieces, token_lens
 from .branch_view import KIND_NAMES, BranchView, VariableRow
+from .rendered_panel import RenderedPanel
 
-FOLD = 48
 LENS_LIMIT = 3  # token lenses shown at once (the first differing string values)
 
 
-def fold(value: str | None, expanded: bool, width: int = FOLD) -> str:
+def _cells(value: str | None, width: int, expanded: bool) -> list[str]:
+    """A value in a column ``width`` wide: one line cut with "…", or (expanded) wrapped."""
     if value is None:
-        return "—"
-    if expanded or len(value) <= width:
-        return value
-    return value[: width - 1] + f"… (+{len(value) - width + 1})"
+        return ["—"]
+    value = value.replace("\n", "\\n")
+    if len(value) <= width:
+        return [value]
+    if not expanded:
+        return [value[: width - 1] + "…"]
+    return [value[i : i + width] for i in range(0, len(value), width)]
 
 
-class StatePanel(Static, can_focus=False):
+class StatePanel(RenderedPanel):
     COMPONENT_CLASSES = {
         "state--header", "state--changed", "state--differs", "state--same", "state--dim",
         "state--lens-piece", "state--lens-differs", "state--title",
     }
 
     DEFAULT_CSS = """
-    StatePanel { overflow-y: auto; height: 1fr; padding: 0 1; background: $surface; }
+    StatePanel { height: 1fr; padding: 0 1; background: $surface; }
     StatePanel > .state--header { color: $cwm-dim; text-style: bold; }
     StatePanel > .state--changed { color: $cwm-changed; text-style: bold; }
     StatePanel > .state--differs { color: $cwm-diverge; text-style: bold; }
@@ -48,7 +49,7 @@ class StatePanel(Static, can_focus=False):
     """
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__("", id=id)
+        super().__init__(id=id)
         self.branch: BranchView | None = None
         self.row = 0
         self.expanded_all = False
@@ -56,7 +57,8 @@ class StatePanel(Static, can_focus=False):
         self.view = None  # the SessionView: its engine's lens uses the model's tokenizer
         self.lenses: list[tuple[str, Lens]] = []  # what the panel shows now (read by tests)
         self._names: list[str] = []
-        self._table_top = 3  # title, header, rule
+        self._table_top = 3  # the title, the header and the rule come first
+        self._row_lines: list[tuple[int, int, str]] = []  # (first line, last line, variable)
 
     def set_view(self, view) -> None:
         self.view = view
@@ -65,26 +67,69 @@ class StatePanel(Static, can_focus=False):
         if branch is not self.branch or row != self.row:
             self.expanded = set()
         self.branch, self.row = branch, row
-        self.update(self._render_state())
+        self.show_renderable(self._render_state())
 
     def toggle_fold(self) -> None:
         self.expanded_all = not self.expanded_all
-        self.update(self._render_state())
+        self.show_renderable(self._render_state())
 
     def on_click(self, event: Click) -> None:
         offset = event.get_content_offset(self)
         if offset is None:
             return
-        index = offset.y + int(self.scroll_y) - self._table_top
-        if 0 <= index < len(self._names):
-            name = self._names[index]
-            self.expanded ^= {name}
-            self.update(self._render_state())
+        line = offset.y + int(self.scroll_y)
+        for first, last, name in self._row_lines:
+            if first <= line <= last:
+                self.expanded ^= {name}
+                self.show_renderable(self._render_state())
+                return
 
-    def notify_style_update(self) -> None:
-        super().notify_style_update()
-        if self.branch is not None:
-            self.update(self._render_state())
+    def _table(self, rows: list[VariableRow]) -> Text:
+        """variable | interpreter | model | status, laid out by hand (a rich Table costs more,
+        and this runs on every key press). Folded values end in "…"; unfolded ones wrap."""
+        width = max(20, self.scrollable_content_region.width or 60)
+        name_width = min(18, max([len(v.name) + 2 for v in rows] + [9]))
+        status_width = 5
+        value_width = max(4, (width - name_width - status_width - 3) // 2)
+        style = self._style
+        text = Text(no_wrap=True, overflow="crop")
+        header = style("state--header")
+        narrow = value_width < 24
+        text.append("variable".ljust(name_width) + " ", header)
+        text.append(("interp." if narrow else "interpreter").ljust(value_width) + " ", header)
+        text.append("model".ljust(value_width), header)
+        text.append("\n" + "─" * (name_width + 2 * value_width + status_width + 3) + "\n", style("state--dim"))
+        self._names = []
+        self._row_lines = []
+        line = self._table_top
+        for var in rows:
+            expanded = self.expanded_all or var.name in self.expanded
+            expected = _cells(var.expected, value_width, expanded)
+            predicted = ["…"] if var.pending else _cells(var.predicted, value_width, expanded)
+            height = max(len(expected), len(predicted))
+            name = var.name + (" *" if var.changed else "")
+            if len(name) > name_width:
+                name = name[: name_width - 1] + "…"
+            differs = var.differs
+            for i in range(height):
+                text.append((name if i == 0 else "").ljust(name_width) + " ",
+                            style("state--changed") if var.changed else "")
+                text.append((expected[i] if i < len(expected) else "").ljust(value_width) + " ")
+                text.append((predicted[i] if i < len(predicted) else "").ljust(value_width) + " ",
+                            style("state--differs") if differs else "")
+                text.append(var.status if i == 0 else "",
+                            style("state--differs" if differs else "state--same"))
+                text.append("\n")
+            self._names.append(var.name)
+            self._row_lines.append((line, line + height - 1, var.name))
+            line += height
+        if not rows:
+            text.append("(no locals on a return or exception step)\n", style("state--dim"))
+        text.rstrip()
+        return text
+
+    def rebuild(self):
+        return self._render_state() if self.branch is not None else None
 
     def _style(self, name: str):
         return self.get_component_rich_style(name, partial=True)
@@ -100,38 +145,17 @@ class StatePanel(Static, can_focus=False):
         frame = truth or model
         title = Text()
         title.append(f"step {row}", self._style("state--title"))
-        if frame is not None:
-            where = f"line {frame.lineno}" if frame.lineno else "line ?"
-            title.append(f" · {frame.function or '?'}() · {where} · ")
-        else:
-            title.append(" · ")
+        title.append(" · ")
         title.append(KIND_NAMES.get(kind, kind.value),
                      self._style("state--differs" if kind.is_divergence else "state--same"))
+        if frame is not None:
+            where = f"line {frame.lineno}" if frame.lineno else "line ?"
+            title.append(f" · {frame.function or '?'}() {where}")
         if model is not None and model.origin in ("forced", "edited"):
             title.append(f" · model frame {model.origin}", self._style("state--changed"))
-        table = Table(box=box.SIMPLE_HEAD, expand=True, padding=(0, 1), show_edge=False,
-                      header_style=self._style("state--header"), pad_edge=False)
         rows = branch.variables(row)
-        name_width = min(18, max([len(v.name) + 2 for v in rows] + [8]))
-        table.add_column("variable", no_wrap=True, width=name_width, overflow="ellipsis")
-        narrow = 0 < self.size.width < 56
-        table.add_column("interp." if narrow else "interpreter", ratio=1, overflow="fold")
-        table.add_column("model", ratio=1, overflow="fold")
-        table.add_column("", no_wrap=True, width=5)
-        self._names = []
-        for var in rows:
-            expanded = self.expanded_all or var.name in self.expanded
-            name = Text(var.name, style=self._style("state--changed") if var.changed else "")
-            if var.changed:
-                name.append(" *")
-            expected = Text(fold(var.expected, expanded))
-            predicted = Text(fold(var.predicted, expanded),
-                             style=self._style("state--differs") if var.differs else "")
-            status = Text(var.status, style=self._style("state--differs" if var.differs else "state--same"))
-            table.add_row(name, expected, predicted, status)
-            self._names.append(var.name)
-        if not rows:
-            table.add_row(Text("(no locals on a return or exception step)", style=self._style("state--dim")), "", "", "")
+        table = self._table(rows)
+        title.no_wrap, title.overflow = True, "ellipsis"
         parts: list[RenderableType] = [title, table]
         self.lenses = []
         for var in [v for v in rows if v.differs and v.string_valued][:LENS_LIMIT]:

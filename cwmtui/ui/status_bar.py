@@ -23,7 +23,7 @@ class StatusBar(Static, can_focus=False):
                          "status--badge", "status--over"}
 
     DEFAULT_CSS = """
-    StatusBar { height: auto; max-height: 3; background: $panel; color: $foreground; padding: 0 1; }
+    StatusBar { height: 2; background: $panel; color: $foreground; padding: 0 1; }
     StatusBar > .status--label { color: $cwm-dim; }
     StatusBar > .status--diverge { color: $cwm-diverge; text-style: bold; }
     StatusBar > .status--match { color: $cwm-match; text-style: bold; }
@@ -67,15 +67,14 @@ class StatusBar(Static, can_focus=False):
             else:
                 second.append(describe_divergence(divergence), s("status--diverge"))
             second.append(*sep)
-            used = branch.tokens_used or sum(f.tokens for f in branch.frames)
+            used, framed = branch.token_totals()
             budget = view.token_budget
-            generated = [f for f in branch.frames if f.tokens]
             second.append("tokens ", s("status--label"))
             over = bool(budget) and used >= budget
             second.append(token_meter(used, budget), s("status--over") if over else "")
             second.append(f" {used:,}/{budget:,}" if budget else f" {used:,}")
-            if generated:
-                second.append(f" · {used / len(generated):.0f}/frame", s("status--label"))
+            if framed:
+                second.append(f" · {used / framed:.0f}/frame", s("status--label"))
             model = branch.model_at(row)
             if model is not None and model.tokens:
                 second.append(f" · this step {model.tokens}", s("status--label"))
@@ -89,4 +88,4 @@ class StatusBar(Static, can_focus=False):
     def _set(self, *lines: Text) -> None:
         lines = tuple(line for line in lines if line)
         self.plain = "\n".join(line.plain for line in lines)
-        self.update(Group(*lines))
+        self.update(Group(*lines), layout=False)  # always two lines: no layout needed

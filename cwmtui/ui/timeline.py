@@ -172,7 +172,7 @@ class Timeline(ScrollView, can_focus=False):
 
         mark = " "
         mark_style: Style | None = None
-        if kind.is_divergence or kind is StepKind.PENDING:
+        if kind.is_divergence or (kind is StepKind.PENDING and self.side == "model"):
             mark = KIND_MARKS.get(kind, "✗")
             mark_style = style("timeline--pending" if kind is StepKind.PENDING else "timeline--divergent", partial=True)
         if self.side == "model" and frame is not None and frame.origin in ("forced", "edited"):

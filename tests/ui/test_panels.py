@@ -176,3 +176,11 @@ async def test_palette_goes_to_a_typed_step(strings):
         await pilot.press("enter")
         await pilot.pause()
         assert app.debugger.step == 17
+
+
+async def test_q_quits(strings):
+    app = CwmApp(strings)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0 and not app.is_running
