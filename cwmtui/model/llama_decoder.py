@@ -3,8 +3,9 @@
 At a few million parameters, decoding one token through transformers' modules costs mostly
 Python and dispatch overhead (cache objects, masks, hooks: about a millisecond per layer on
 these CPUs), not arithmetic. This decoder runs the same weights with the fewest tensor
-operations per token: fused q/k/v and gate/up projections, a preallocated KV cache, rotary
-tables computed once. Its logits match ``LlamaForCausalLM``'s to float rounding (a test checks).
+operations per token: one matmul for q, k, v and their rotated halves (RMSNorm weights and the
+attention scale folded in), one for gate and up, a preallocated KV cache, rotary tables computed
+once. Its logits match ``LlamaForCausalLM``'s to float rounding (a test checks).
 
 It supports what the bundled model uses: Llama with RMSNorm, SiLU MLP, default RoPE, grouped or
 full multi-head attention, no biases. ``LlamaDecoder.supports(model)`` says whether a model fits.
@@ -40,12 +41,25 @@ class LlamaDecoder:
         self.final_norm = w(inner.norm.weight)
         self.head = w(model.lm_head.weight).t().contiguous()  # [d, V]
         self.layers = []
+        hd = self.head_dim
+        half = hd // 2
+
+        def rotated_rows(weight, heads):
+            # rows of rotate_half(W x): per head, [-second half, first half]
+            wh = weight.view(heads, hd, -1)
+            return torch.cat([-wh[:, half:], wh[:, :half]], dim=1).reshape(heads * hd, -1)
+
+        scale = hd ** -0.5
         for layer in inner.layers:
             att, mlp = layer.self_attn, layer.mlp
-            qkv = torch.cat([w(att.q_proj.weight), w(att.k_proj.weight), w(att.v_proj.weight)]).t().contiguous()
-            gate_up = torch.cat([w(mlp.gate_proj.weight), w(mlp.up_proj.weight)]).t().contiguous()
-            self.layers.append((w(layer.input_layernorm.weight), qkv, w(att.o_proj.weight).t().contiguous(),
-                                w(layer.post_attention_layernorm.weight), gate_up, w(mlp.down_proj.weight).t().contiguous()))
+            # one matmul gives q, rotate_half(q), k, rotate_half(k), v; the RMSNorm weight and the
+            # attention scale are folded into it (both are linear)
+            q, k, v = w(att.q_proj.weight) * scale, w(att.k_proj.weight), w(att.v_proj.weight)
+            fused = torch.cat([q, rotated_rows(q, self.heads), k, rotated_rows(k, self.kv_heads), v])
+            qkv = (fused * w(layer.input_layernorm.weight)).t().contiguous()
+            gate_up = torch.cat([w(mlp.gate_proj.weight), w(mlp.up_proj.weight)])
+            gate_up = (gate_up * w(layer.post_attention_layernorm.weight)).t().contiguous()
+            self.layers.append((qkv, w(att.o_proj.weight).t().contiguous(), gate_up, w(mlp.down_proj.weight).t().contiguous()))
         self.inter = inner.layers[0].mlp.gate_proj.weight.shape[0]
         rotary = inner.rotary_emb
         positions = torch.arange(self.max_len, dtype=f32)
@@ -59,7 +73,6 @@ class LlamaDecoder:
         self.k = torch.zeros(shape, dtype=f32)
         self.v = torch.zeros(shape, dtype=f32)
         self.length = 0
-        self.scale = self.head_dim ** -0.5
 
     @staticmethod
     def supports(model) -> bool:
@@ -77,14 +90,8 @@ class LlamaDecoder:
     def crop(self, length: int) -> None:
         self.length = max(0, min(length, self.length))
 
-    def _norm(self, x, weight):
-        torch = self.torch
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * weight
-
-    def _rotate(self, x, cos, sin):
-        half = self.head_dim // 2
-        rotated = self.torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-        return x * cos + rotated * sin
+    def _norm(self, x):
+        return self.torch.nn.functional.rms_norm(x, (self.hidden,), eps=self.eps)
 
     def feed(self, ids: Sequence[int]):
         """Run ``ids`` after the cached positions; returns the logits after the last one [V]."""
@@ -101,14 +108,16 @@ class LlamaDecoder:
             cos, sin = self.cos[start:end], self.sin[start:end]  # [n, hd]
             H, KV, hd = self.heads, self.kv_heads, self.head_dim
             q_size, kv_size = H * hd, KV * hd
-            for li, (ln1, qkv_w, o_w, ln2, gu_w, down_w) in enumerate(self.layers):
-                h = self._norm(x, ln1)
-                qkv = h @ qkv_w
-                q = qkv[:, :q_size].view(n, H, hd).transpose(0, 1)  # [H, n, hd]
-                k = qkv[:, q_size : q_size + kv_size].view(n, KV, hd).transpose(0, 1)
-                v = qkv[:, q_size + kv_size :].view(n, KV, hd).transpose(0, 1)
-                q = self._rotate(q, cos, sin)
-                k = self._rotate(k, cos, sin)
+            cos, sin = cos[:, None, :], sin[:, None, :]  # [n, 1, hd]
+            for li, (qkv_w, o_w, gu_w, down_w) in enumerate(self.layers):
+                qkv = self._norm(x) @ qkv_w
+                a = 2 * q_size
+                b = a + 2 * kv_size
+                q2 = qkv[:, :a].view(n, 2, H, hd)
+                k2 = qkv[:, a:b].view(n, 2, KV, hd)
+                q = (q2[:, 0] * cos + q2[:, 1] * sin).transpose(0, 1)  # [H, n, hd], rotary applied
+                k = (k2[:, 0] * cos + k2[:, 1] * sin).transpose(0, 1)
+                v = qkv[:, b:].view(n, KV, hd).transpose(0, 1)
                 self.k[li, :, start:end] = k
                 self.v[li, :, start:end] = v
                 keys = self.k[li, :, :end]
@@ -117,16 +126,14 @@ class LlamaDecoder:
                     keys = keys.repeat_interleave(H // KV, dim=0)
                     values = values.repeat_interleave(H // KV, dim=0)
                 if n == 1:
-                    scores = (q @ keys.transpose(1, 2)) * self.scale  # [H, 1, end]
-                    out = torch.softmax(scores, dim=-1) @ values
+                    out = torch.softmax(q @ keys.transpose(1, 2), dim=-1) @ values  # q is pre-scaled
                 else:
                     mask = torch.ones(n, end, dtype=torch.bool).tril(diagonal=start)
                     out = torch.nn.functional.scaled_dot_product_attention(
-                        q.unsqueeze(0), keys.unsqueeze(0), values.unsqueeze(0), attn_mask=mask
+                        q.unsqueeze(0), keys.unsqueeze(0), values.unsqueeze(0), attn_mask=mask, scale=1.0
                     )[0]
                 x = x + out.transpose(0, 1).reshape(n, q_size) @ o_w
-                h = self._norm(x, ln2)
-                gu = h @ gu_w
+                gu = self._norm(x) @ gu_w
                 x = x + (torch.nn.functional.silu(gu[:, : self.inter]) * gu[:, self.inter :]) @ down_w
             self.length = end
-            return self._norm(x[-1], self.final_norm) @ self.head
+            return (self._norm(x[-1]) * self.final_norm) @ self.head
