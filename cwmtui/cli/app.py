@@ -30,8 +30,12 @@ def add_ui_options(parser) -> None:
 
 def run(args) -> int:
     from ..model import ModelError, backend_from_args, bundled_problem, rollout_options_from_args
-    from ..ui.launch import LaunchError, check_model_directory, open_program
+    from ..ui.launch import LaunchError, check_model_directory, check_theme, open_program
 
+    try:
+        check_theme(args.theme)
+    except LaunchError as exc:
+        raise UsageError(str(exc)) from None
     limits = limits_from(args)
     options = rollout_options_from_args(args)
     try:
