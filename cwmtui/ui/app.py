@@ -487,7 +487,10 @@ class DebuggerScreen(Screen):
             return False
         if not view.can_generate:
             why = self.cwm.no_model_reason or "this session has no live model"
-            self.notify(f"{what} needs a live model: {why}", severity="warning", timeout=5)
+            if "needs a live model" in why or "need a live model" in why:
+                self.notify(f"{what}: {why}", severity="warning", timeout=6)
+            else:
+                self.notify(f"{what} needs a live model: {why}", severity="warning", timeout=6)
             return False
         if self._work_cancel is not None:
             self.notify("the model is still writing: wait, or press esc to cancel it", severity="warning", timeout=4)

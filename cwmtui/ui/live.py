@@ -126,6 +126,10 @@ class LiveSession:
             self._post(Activity(""))
             return
         session.backend = backend
+        if not getattr(backend, "can_generate", True):
+            from ..model.backend import REPLAY_OVERRIDE
+
+            self.app.no_model_reason = REPLAY_OVERRIDE
         session.model_name = getattr(backend, "name", "")
         session.model_description = getattr(backend, "description", "")
         self._post(SessionReady(self._view(session, "the model is starting…")))

@@ -211,3 +211,24 @@ async def test_a_program_whose_entry_never_runs_gets_an_error_screen_and_exit_co
         await pilot.press("enter")
         await pilot.pause()
     assert app.return_code == 2 and "never called" in app.fatal_message
+
+
+async def test_on_a_replay_override_says_it_needs_a_live_model(tmp_path):
+    from cwmtui.model.replay import ReplayBackend
+
+    from .test_tmux import write_replay
+
+    backend = ReplayBackend.open(str(write_replay(tmp_path)), "strings-1")
+    live = LiveSession(backend.program, lambda progress: backend, RolloutOptions())
+    app = CwmApp(opener=live.start)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: main_done(app))
+        branch = app.view.branches[0]
+        assert branch.first_divergence.regime == "string-valued state"
+        await pilot.press("d", "o")
+        assert not isinstance(app.screen, OverrideScreen)
+        await pilot.press("t")
+        await pilot.pause()
+        messages = [n.message for n in app._notifications]
+        assert any(m.startswith("override: this is a replay") and "live model" in m for m in messages)
+        assert len(app.view.branches) == 1

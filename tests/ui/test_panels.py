@@ -184,3 +184,16 @@ async def test_q_quits(strings):
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code == 0 and not app.is_running
+
+
+async def test_the_layout_follows_the_terminal_size(strings):
+    app = CwmApp(strings)
+    async with app.run_test(size=(160, 50)) as pilot:
+        assert app.debugger.layout_mode == "columns"  # room for the source in its own column
+        await pilot.press("d")
+        await pilot.resize_terminal(90, 30)
+        await pilot.pause()
+        screen = app.debugger
+        assert screen.layout_mode == "stacked" and screen.has_class("-narrow")
+        assert not screen.query_one("#output").display  # no room for the output panel
+        assert screen.truth_timeline.cursor == screen.step == strings.branches[0].first_divergence.step
