@@ -176,3 +176,14 @@ def test_bad_replay_files_are_one_line(tmp_path, content, message):
 def test_a_missing_replay_file(tmp_path):
     with pytest.raises(ModelError, match="no such replay file"):
         open_backend(replay=str(tmp_path / "none.jsonl"))
+
+
+def test_a_tokenizer_gives_token_counts(tmp_path):
+    from cwmtui.model.byte_tokenizer import build_byte_tokenizer
+
+    build_byte_tokenizer().save_pretrained(tmp_path)
+    backend = open_backend(replay=TRACER, replay_id="banana_entry", tokenizer=str(tmp_path))
+    assert f"tokens of {tmp_path}" in backend.description
+    rollout = Rollout(backend, backend.program, None)
+    rollout.run()
+    assert rollout.frames == replay(TRACER, "banana_entry").frames
