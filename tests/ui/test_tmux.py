@@ -110,7 +110,7 @@ def test_layout_at_120x40(tmp_path):
     assert row.count("≠ 11") == 2 and "rotated='ru'" in row and "rotated='rv'" in row
     assert "string-valued state: rotated" in screen
     assert "step 11/41" in screen and "branch main" in screen
-    assert any(line.lstrip().startswith("↓/j Step") for line in lines[-2:])  # the footer
+    assert any(line.lstrip().startswith("? Help") and "↓/j ↑/k step" in line for line in lines[-2:])  # the footer
     assert "step 0/41" in first
 
 
