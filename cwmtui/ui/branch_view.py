@@ -70,6 +70,7 @@ class VariableRow:
     literal_equal: bool = False
     in_locals: bool = True  # a local (False: a return or exception value)
     pending: bool = False  # the model has not written this step yet
+    absent: bool = False  # one side has no frame at this row (the paths differ here)
 
     @property
     def differs(self) -> bool:
@@ -79,6 +80,8 @@ class VariableRow:
     def status(self) -> str:
         if self.pending:
             return "…"
+        if self.absent:
+            return ""
         if self.expected == self.predicted:
             return "="
         if self.predicted is None:
@@ -296,6 +299,7 @@ class BranchView:
         step = self.steps[row]
         truth, model = step.truth, step.model
         pending = step.kind is StepKind.PENDING
+        absent = not pending and (truth is None or model is None)
         diffs = {v.name: v for v in step.variables}
         expected = truth.locals if truth is not None else None
         predicted = model.locals if model is not None else None
@@ -311,6 +315,7 @@ class BranchView:
                 diff.type_name if diff else "",
                 diff.literal_equal if diff else False,
                 pending=pending,
+                absent=absent,
             ))
         arg_frames = [f for f in (truth, model) if f is not None and f.event in (Event.RETURN, Event.EXCEPTION)]
         if arg_frames:
@@ -325,6 +330,7 @@ class BranchView:
                 diff.literal_equal if diff else False,
                 in_locals=False,
                 pending=pending,
+                absent=absent,
             ))
         return rows
 

@@ -110,7 +110,7 @@ class StatePanel(RenderedPanel):
             name = var.name + (" *" if var.changed else "")
             if len(name) > name_width:
                 name = name[: name_width - 1] + "…"
-            differs = var.differs
+            differs = var.differs and not var.absent
             for i in range(height):
                 text.append((name if i == 0 else "").ljust(name_width) + " ",
                             style("state--changed") if var.changed else "")
