@@ -201,7 +201,8 @@ class Timeline(ScrollView, can_focus=False):
         action_width = max(10, rest * 11 // 20)
         state_width = rest - action_width - 1
         if frame.is_error and frame.event is None:
-            action = "format error: " + (frame.error or "")
+            error = frame.error or ""
+            action = error if error.startswith("format error") else "format error: " + error
         else:
             action = frame.action.strip() or frame.action.rstrip("\n")
         action = short(action, action_width).ljust(action_width)
