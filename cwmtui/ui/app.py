@@ -704,6 +704,11 @@ class CwmApp(App):
         if self.opener is not None:
             self.opener(self)
 
+    def on_unmount(self) -> None:
+        # a rollout in a worker thread would keep the process alive until it ended
+        if self.live is not None:
+            self.live.cancel_all()
+
     # -- command palette ----------------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         for command in super().get_system_commands(screen):

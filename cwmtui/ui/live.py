@@ -35,6 +35,7 @@ class LiveSession:
         self.view: SessionView | None = None
         self._views: dict[int, BranchView] = {}  # id(engine branch) -> its view (worker side)
         self._cancel: threading.Event | None = None
+        self._jobs: list[threading.Event] = []  # every job's cancel event (quitting sets them all)
 
     # -- plumbing -----------------------------------------------------------------------------
     def start(self, app: CwmApp) -> None:
@@ -51,6 +52,7 @@ class LiveSession:
     def _job(self, work: Callable[[threading.Event], None], name: str) -> None:
         cancel = threading.Event()
         self._cancel = cancel
+        self._jobs.append(cancel)
         debugger = self.app.screen_stack[0]
         debugger._work_cancel = cancel.set
 
@@ -61,6 +63,11 @@ class LiveSession:
                 self._post(WorkFailed(f"{name} failed", _one_line(exc), fatal=self.view is None))
 
         self.app.run_worker(run, thread=True, exclusive=False, group="model", name=name)
+
+    def cancel_all(self) -> None:
+        """Stop every running job (the app is closing: a worker thread must not keep it open)."""
+        for cancel in self._jobs:
+            cancel.set()
 
     def _on_frame(self, branch, index: int, frame: Frame) -> None:
         """The engine's frame callback (worker thread): new branches are announced first."""

@@ -232,3 +232,26 @@ async def test_on_a_replay_override_says_it_needs_a_live_model(tmp_path):
         messages = [n.message for n in app._notifications]
         assert any(m.startswith("override: this is a replay") and "live model" in m for m in messages)
         assert len(app.view.branches) == 1
+
+
+async def test_quitting_while_the_model_writes_stops_the_rollout(strings):
+    program, truth = strings
+
+    class VerySlowOracle(OracleBackend):
+        def complete(self, *args, **kwargs):
+            time.sleep(0.3)
+            return super().complete(*args, **kwargs)
+
+    backend = VerySlowOracle(program, truth.frames)
+    live = LiveSession(program, lambda progress: backend, RolloutOptions())
+    app = CwmApp(opener=live.start)
+    start = time.monotonic()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.view is not None and len(app.view.branches[0].frames) >= 2)
+        await pilot.press("q")
+    assert time.monotonic() - start < 8  # 42 frames at 0.3 s would take 12 s more
+    waited = time.monotonic()
+    while live.session.main.status == "running" and time.monotonic() - waited < 5:
+        time.sleep(0.05)  # the worker thread notices the cancel at its next model call
+    assert live.session.main.status == "cancelled"
+    assert len(live.session.main.frames) < len(truth.frames)
