@@ -137,6 +137,8 @@ def test_zoo_breakdowns_by_depth_type_and_form(capsys, tmp_path):
         ([], "name a suite"),
         (["s5", "--n", "0", "--replay", "x.jsonl"], "positive whole numbers"),
         (["zoo", "--n", "8"], "--n (numbers of swaps) is for the s5 suite"),
+        (["s5", "--depth", "2"], "--depth is for the zoo suite"),
+        (["zoo", "--type", "strings", "--replay", "x.jsonl"], "unknown zoo type 'strings'"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, monkeypatch, argv, message):

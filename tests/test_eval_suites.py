@@ -71,3 +71,10 @@ def test_unknown_suite_names_the_choices(tmp_path):
         load_suite(str(tmp_path / "missing.jsonl"))
     with pytest.raises(SuiteError, match="no .py files"):
         load_suite(str(tmp_path))
+
+
+def test_zoo_types_pick_the_value_types():
+    suite = load_suite("zoo", depth=[2], types=["string", "list"], count=1)
+    assert sorted({c.metadata["type"] for c in suite.cases}) == ["list", "string"]
+    assert len(suite.cases) == 2 * 2  # two types, nested and flat
+    assert {c.metadata["depth"] for c in suite.cases} == {2}

@@ -32,6 +32,7 @@ def build_parser() -> Parser:
     parser.add_argument("suite", nargs="?", help=SUITE_HELP)
     parser.add_argument("--n", nargs="+", metavar="N", help="s5: numbers of swaps (default 8 16 32 64 128)")
     parser.add_argument("--depth", nargs="+", metavar="D", help="zoo: composition depths (default 1 2 3 4 5)")
+    parser.add_argument("--type", nargs="+", dest="types", metavar="T", help="zoo: value types (default all: boolean bitwise math character list set dictionary string)")
     parser.add_argument("--count", type=int, metavar="K", help="programs per cell (s5: per N; zoo: per type, depth and form); for files and cruxeval: the first K")
     parser.add_argument("--teacher-force", action="store_true", help="also run the teacher-forced condition (each frame predicted from the true trace before it)")
     parser.add_argument("--concurrency", type=int, default=1, metavar="C", help="programs in flight at once (server backends; a local model runs one at a time)")
@@ -81,8 +82,8 @@ def run_suite(args) -> int:
         raise UsageError("--concurrency must be at least 1")
     if args.n and args.suite != "s5":
         raise UsageError("--n (numbers of swaps) is for the s5 suite")
-    if args.depth and args.suite != "zoo":
-        raise UsageError("--depth (composition depths) is for the zoo suite")
+    if (args.depth or args.types) and args.suite != "zoo":
+        raise UsageError(f"{'--depth' if args.depth else '--type'} is for the zoo suite")
     if args.plot and not args.plot.lower().endswith(".png"):
         raise UsageError(f"--plot {args.plot}: give a .png file name")
     try:
@@ -90,6 +91,7 @@ def run_suite(args) -> int:
             args.suite,
             n=_numbers(" ".join(args.n)) if args.n else None,
             depth=_numbers(" ".join(args.depth)) if args.depth else None,
+            types=[t for part in args.types for t in part.replace(",", " ").split()] if args.types else None,
             count=args.count,
             seed=args.seed,
         )

@@ -46,6 +46,7 @@ def load_suite(
     *,
     n: list[int] | None = None,
     depth: list[int] | None = None,
+    types: list[str] | None = None,
     count: int | None = None,
     seed: int = 0,
 ) -> Suite:
@@ -65,7 +66,7 @@ def load_suite(
     if spec == "s5":
         return Suite("s5", s5_cases(n or list(S5_LENGTHS), count or 10, seed))
     if spec == "zoo":
-        return Suite("zoo", zoo_cases(depth or list(ZOO_DEPTHS), count or 5, seed))
+        return Suite("zoo", zoo_cases(depth or list(ZOO_DEPTHS), count or 5, seed, types))
     path = Path(spec)
     if path.is_dir():
         return Suite(path.name or spec, directory_cases(path, count))
@@ -155,12 +156,16 @@ def s5_cases(lengths: list[int], count: int, seed: int) -> list[Case]:
     return [_generated_case(p) for p in s5.generate(lengths, count, seed)]
 
 
-def zoo_cases(depths: list[int], count: int, seed: int) -> list[Case]:
+def zoo_cases(depths: list[int], count: int, seed: int, types: list[str] | None = None) -> list[Case]:
     from ..suites import zoo
 
     if min(depths) < 1:
         raise SuiteError("--depth must be at least 1")
-    return [_generated_case(p) for p in zoo.generate(depths=depths, count=count, seed=seed)]
+    unknown = [t for t in types or () if t not in zoo.TYPES]
+    if unknown:
+        raise SuiteError(f"unknown zoo type {unknown[0]!r} (types: {', '.join(zoo.TYPES)})")
+    chosen = tuple(types) if types else zoo.TYPES
+    return [_generated_case(p) for p in zoo.generate(types=chosen, depths=depths, count=count, seed=seed)]
 
 
 def _generated_case(program) -> Case:
