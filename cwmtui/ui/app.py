@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
-from textual import on, work
+from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -21,7 +21,6 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from ..analysis.compare import StepKind
 from .branch_view import BranchView, SessionView
 from .commands import StepCommands
 from .output_panel import OutputPanel

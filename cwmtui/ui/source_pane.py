@@ -8,7 +8,7 @@ pygments' tokens, coloured by the theme's ``$syntax-*`` variables.
 from __future__ import annotations
 
 from pygments.lexers import PythonLexer
-from pygments.token import Comment, Keyword, Name, Number, Operator, String, Token
+from pygments.token import Comment, Keyword, Name, Number, Operator, String
 from rich.segment import Segment
 from textual.cache import LRUCache
 from textual.geometry import Region, Size

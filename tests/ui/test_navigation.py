@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from cwmtui.analysis.compare import StepKind
-from cwmtui.session import DebugSession
-from cwmtui.ui.app import BINDINGS, CwmApp
-from cwmtui.ui.screens import HelpScreen, OverrideScreen, PromptScreen
+from cwmtui.ui.app import CwmApp
+from cwmtui.ui.screens import OverrideScreen, PromptScreen
 from cwmtui.ui.timeline import Timeline
 
 from .sessions import exception_view, strings_view

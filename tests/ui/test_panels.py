@@ -6,10 +6,9 @@ import time
 
 import pytest
 
-from cwmtui.analysis.compare import StepKind
 from cwmtui.session import DebugSession
 from cwmtui.ui.app import BINDINGS, CwmApp
-from cwmtui.ui.screens import HelpScreen, OverrideScreen, PromptScreen
+from cwmtui.ui.screens import HelpScreen
 from cwmtui.ui.timeline import Timeline
 
 from .sessions import exception_view, strings_view
