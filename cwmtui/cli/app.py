@@ -30,7 +30,7 @@ def add_ui_options(parser) -> None:
 
 def run(args) -> int:
     from ..model import ModelError, backend_from_args, bundled_problem, rollout_options_from_args
-    from ..ui.launch import LaunchError, check_model_directory, check_theme, open_program
+    from ..ui.launch import LaunchError, check_model_directory, check_theme, open_program, open_replay_list
 
     try:
         check_theme(args.theme)
@@ -42,6 +42,12 @@ def run(args) -> int:
         if args.replay:
             if args.program:
                 raise UsageError("--replay brings its own program: drop PROGRAM (or drop --replay)")
+            if args.replay_id is None:
+                many = replay_list(args)
+                if many is not None:
+                    objects, tokenizer = many
+                    return open_replay_list(args.replay, objects, options, limits, theme=args.theme,
+                                            layout=args.layout, export_dir=args.export_dir, tokenizer=tokenizer)
             try:
                 backend = backend_from_args(args)
             except ModelError as exc:
@@ -63,3 +69,23 @@ def run(args) -> int:
                             theme=args.theme, layout=args.layout, export_dir=args.export_dir)
     except LaunchError as exc:
         raise UsageError(str(exc)) from None
+
+
+def replay_list(args):
+    """A replay file of several programs (and no --id): its records for the failure list, and the
+    tokenizer for token counts; None when it holds one program (opened directly)."""
+    from ..model import ModelError
+    from ..model.replay import read_replay
+    from ..model.tokenizer import load_tokenizer
+
+    chosen = [name for name, value in (("--model", args.model), ("--server", args.server)) if value]
+    if chosen:
+        raise UsageError(f"--replay and {chosen[0]} cannot be used together: pick one world model")
+    try:
+        objects = read_replay(args.replay)
+        if len(objects) < 2:
+            return None
+        tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer else None
+    except ModelError as exc:
+        raise UsageError(str(exc)) from None
+    return objects, tokenizer

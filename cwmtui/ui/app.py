@@ -127,6 +127,7 @@ BINDINGS = [
     Binding("slash", "search", "Search", id="search.start", key_display="/"),
     Binding("p", "play", "Play", id="play.toggle"),
     Binding("x", "export", "Export", id="session.export"),
+    Binding("l", "triage", "Failure list", id="triage.list"),
     Binding("pagedown", "page(1)", "Page down", id="cursor.page-down", key_display="pgdn", group=_PAGE),
     Binding("pageup", "page(-1)", "Page up", id="cursor.page-up", key_display="pgup", group=_PAGE),
     Binding("g,home", "first", "First", id="cursor.first", key_display="g", group=_ENDS),
@@ -558,7 +559,25 @@ class DebuggerScreen(Screen):
         self.cwm.export_session()
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen(list(self.BINDINGS)))
+        self.app.push_screen(HelpScreen([b for b in self.BINDINGS if self.check_action(b.action, ()) is not False]))
+
+    def action_triage(self) -> None:
+        self.stop_playing()
+        self.app.push_screen("triage")
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action == "triage":
+            return True if self.cwm.triage is not None else False  # only for a file of many programs
+        return True
+
+    def reset(self) -> None:
+        """Another program is about to open (triage): forget the selection and the playback."""
+        self.stop_playing()
+        self.set_reactive(DebuggerScreen.step, 0)
+        self.set_reactive(DebuggerScreen.branch_index, 0)
+        self._work_cancel = None
+        self.activity = ""
+        self.show_view()
 
     def set_activity(self, text: str) -> None:
         self.activity = text
@@ -669,6 +688,7 @@ class CwmApp(App):
         self.theme_file: ThemeFile | None = None
         self._theme_spec = theme
         self.live = None  # the live session's engine side (set by the opener)
+        self.triage = None  # the failure list of a replay file with many programs
         self.fatal_message = ""  # why the app could not show anything (exit code 2)
 
     # -- themes -------------------------------------------------------------------------------

@@ -50,6 +50,58 @@ def open_program(program, open_model, options, limits, *, theme: str, layout: st
     return run_app(app)
 
 
+class ReplayTriage:
+    """A replay file of many programs: the failure list first, then the debugger on the one picked."""
+
+    def __init__(self, path: str, objects: list[tuple[int, dict]], options, limits, tokenizer=None) -> None:
+        from .triage import TriageRow
+
+        self.path = path
+        self.objects = dict(objects)
+        self.rows = [TriageRow.from_json(line, data) for line, data in objects]
+        self.options = options
+        self.limits = limits
+        self.tokenizer = tokenizer  # an HFTokenizer for token counts, or None (bytes)
+        self.app: CwmApp | None = None
+
+    def start(self, app: CwmApp) -> None:
+        from .triage import TriageScreen
+
+        self.app = app
+        app.triage = self
+        app.install_screen(TriageScreen(self.path, self.rows, self.open_row), name="triage")
+        app.push_screen("triage")
+
+    def open_row(self, row) -> None:
+        from ..model import ModelError
+        from ..model.replay import ReplayBackend, record_from
+
+        app = self.app
+        try:
+            record = record_from(self.objects[row.line], f"{self.path}:{row.line}", row.line)
+            backend = ReplayBackend(record, self.tokenizer, source=self.path)
+        except ModelError as exc:
+            app.notify(str(exc), title="cannot open this program", severity="error")
+            return
+        if app.live is not None:
+            app.live.cancel_all()
+        app.view = None
+        app.no_model_reason = ""
+        app.pop_screen()
+        app.debugger.reset()
+        live = LiveSession(record.program, lambda progress: backend, self.options, self.limits,
+                           origin=f"replay {os.path.basename(self.path)}#{record.id}")
+        live.start(app)
+
+
+def open_replay_list(path: str, objects, options, limits, *, theme: str, layout: str = "auto",
+                     export_dir: str = ".", tokenizer=None) -> int:
+    check_theme(theme)
+    triage = ReplayTriage(path, objects, options, limits, tokenizer)
+    app = CwmApp(theme=theme, layout=layout, export_dir=export_dir, opener=triage.start)
+    return run_app(app)
+
+
 def open_session_file(path: str, *, theme: str, layout: str = "auto", export_dir: str = ".") -> int:
     from ..session import DebugSession, SessionError
 

@@ -46,7 +46,7 @@ class LiveSession:
 
     def _post(self, message) -> None:
         app = self.app
-        if app is not None and app.is_running:
+        if app is not None and app.is_running and app.live is self:  # not a program closed since
             app.screen_stack[0].post_message(message)
 
     def _job(self, work: Callable[[threading.Event], None], name: str) -> None:

@@ -27,6 +27,7 @@ def run(capsys, *argv: str) -> tuple[int, str]:
         ([str(SAMPLES / "strings.py"), "--model", "/no/such/model"], "--model /no/such/model: no such directory"),
         ([str(SAMPLES / "strings.py"), "--entry", "nope"], "no function named 'nope'"),
         (["--replay", "/no/such.jsonl"], "/no/such.jsonl: no such replay file"),
+        (["--replay", "/no/such.jsonl", "--id", "3"], "/no/such.jsonl: no such replay file"),
         (["--theme", "light"], "no program"),
         (["open", "/no/such/session.json"], "/no/such/session.json: no such file"),
     ],
@@ -46,14 +47,19 @@ def test_replay_brings_its_own_program(capsys, tmp_path):
     assert code == 2 and "--replay brings its own program" in err
 
 
-def test_replay_with_several_records_asks_for_an_id(capsys, tmp_path):
+def test_replay_with_an_unknown_id_names_the_ids(capsys, tmp_path):
     path = tmp_path / "r.jsonl"
     record = {"program": "def f():  # << START_OF_TRACE\n    return 1\n", "generation": ""}
     path.write_text("".join(json.dumps({**record, "id": i}) + "\n" for i in ("a", "b")))
-    code, err = run(capsys, "--replay", str(path))
-    assert code == 2 and "pass --id ID" in err
     code, err = run(capsys, "--replay", str(path), "--id", "zz")
-    assert code == 2 and "no generation with id 'zz'" in err
+    assert code == 2 and "no generation with id 'zz'" in err and "a, b" in err
+
+
+def test_a_replay_list_with_a_model_is_refused(capsys, tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"id": "a", "generation": ""}\n{"id": "b", "generation": ""}\n')
+    code, err = run(capsys, "--replay", str(path), "--model", "/x")
+    assert code == 2 and "cannot be used together" in err
 
 
 def test_open_refuses_a_file_that_is_not_a_session(capsys, tmp_path):
