@@ -1,4 +1,5 @@
-"""How a trace ends when the entry returns: complete only when the entry really returned.
+"""How a trace ends: complete only when the entry really returned, and never by the tracer
+failing on what the program did.
 
 CPython gives a return event with value None both for ``return None`` and for an exception
 leaving the frame, so the tracer must tell them apart, also when a ``finally`` clause ran lines
@@ -68,3 +69,20 @@ def test_the_last_exception_is_the_one_reported(interpreter):
         """)
     assert trace.status.kind is Status.RAISED
     assert trace.status.message == "ValueError: second"
+
+
+def test_a_name_that_is_not_a_string_in_locals_does_not_kill_the_trace(interpreter):
+    trace = run(interpreter, """\
+        class Key:
+            def __repr__(self):
+                return 'Key()'
+        def f():  # << START_OF_TRACE
+            x = 1
+            locals()[Key()] = 2
+            y = 3
+            return x + y
+        f()
+        """)
+    assert trace.status.kind is Status.COMPLETE
+    assert trace.frames[-1].arg == "4"
+    assert trace.frames[-2].locals == {"x": "1", "<Key object>": "2", "y": "3"}

@@ -42,6 +42,7 @@ _PRELOAD = ("re", "collections", "itertools", "functools", "math", "string", "js
             "datetime", "textwrap", "typing", "dataclasses", "enum")
 
 _in_repr = False  # read by the watchdog thread
+_exit = os._exit  # the real one: run_job wraps os._exit for the program
 # The instructions a frame returns normally by (a return event elsewhere is an exception
 # leaving the frame: CPython passes None as the value in both cases).
 _RETURN_OPS = frozenset(
@@ -113,13 +114,17 @@ class Recorder:
 
 
 def _plain(value):
+    """The record as data marshal takes: str subclasses made plain, and anything else that is
+    not plain data (a name the program put into ``locals()``) shown by its type."""
     if isinstance(value, tuple):
         return tuple(_plain(v) for v in value)
     if isinstance(value, list):
         return [_plain(v) for v in value]
     if isinstance(value, str):
         return str.__str__(value)
-    return value
+    if value is None or type(value) in (int, float, bool):
+        return value
+    return f"<{type(value).__qualname__} object>"
 
 
 class Capture:
@@ -406,7 +411,7 @@ def _child(job: dict, rec_w: int, out_w: int, err_w: int) -> None:
     try:
         run_job(job, rec_w)
     finally:
-        os._exit(0)
+        _exit(0)  # never back into the server's loop, whatever the program did to os._exit
 
 
 def _send(kind: bytes, payload: bytes) -> None:
