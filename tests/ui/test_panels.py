@@ -92,6 +92,9 @@ async def test_help_lists_every_binding_with_its_id(strings):
         assert all(ids) and len(set(ids)) == len(ids)
         shown = {row[2]: row for row in app.screen.rows}
         for binding in BINDINGS:
+            if binding.id == "triage.list":  # only with a replay file of many programs
+                assert binding.id not in shown
+                continue
             assert binding.id in shown and shown[binding.id][1] == binding.description
         assert shown["intervene.override"][0] == "o"
         assert shown["cursor.next"][0] == "↓ j"
