@@ -31,7 +31,9 @@ import types
 
 CALL, LINE, RETURN, EXCEPTION, OUTPUT, END = range(6)
 _HEADER = struct.Struct("<I")
-_FLUSH_EVERY = 512  # frames between flushes (besides the watchdog's every _FLUSH_SECONDS)
+_FLUSH_EVERY = 512  # frames between flushes (besides the watchdog's every _FLUSH_SECONDS)...
+_BATCH_BYTES = 1 << 18  # ...or fewer, when frames are big: a batch that fits the cache marshals
+# several times faster than a batch of megabytes
 _FLUSH_SECONDS = 0.05
 _PIPE_SIZE = 1 << 20
 _REPR_SECONDS = 1.0  # a __repr__ running longer than this is replaced by a placeholder
@@ -86,14 +88,15 @@ class Recorder:
         self.lock = threading.Lock()
         self.closed = False
 
-    def flush(self) -> None:
+    def flush(self) -> int:
+        """Send what was recorded; return how many bytes that took."""
         with self.lock:
             if self.closed:
-                return
+                return 0
             records = self.records
             count = len(records)
             if not count:
-                return
+                return 0
             batch = records[:count]
             try:
                 data = marshal.dumps(batch)
@@ -104,6 +107,7 @@ class Recorder:
             except OSError:
                 self.closed = True
             del records[:count]
+            return len(data)
 
     def end(self, status: str, limit: str | None = None, message: str = "") -> None:
         """Record the end of the run and leave the process at once."""
@@ -193,7 +197,8 @@ def run_job(job: dict, fd: int) -> None:
     entry = None  # the entry's frame, once it is called
     entry_exc = None  # the last exception that passed through the entry
     count = 0  # frames recorded, the one being recorded included
-    next_check = min(_FLUSH_EVERY, max_frames + 1)  # the count at which the hot path looks up
+    every = _FLUSH_EVERY  # frames per flush
+    next_check = min(every, max_frames + 1)  # the count at which the hot path looks up
     last_keys = ()  # the previous frame's names: a record reuses the tuple while they stay
 
     def placeholder(value, why: str) -> str:
@@ -244,11 +249,13 @@ def run_job(job: dict, fd: int) -> None:
 
     def checkpoint() -> None:
         """Every few hundred frames: flush; stop when the frame limit is passed."""
-        nonlocal next_check
+        nonlocal next_check, every
         if count > max_frames:
             recorder.end("limit", "frames", f"stopped after {max_frames} frames")
-        recorder.flush()
-        next_check = min(count + _FLUSH_EVERY, max_frames + 1)
+        size = recorder.flush()
+        if size:
+            every = max(16, min(_FLUSH_EVERY, every * _BATCH_BYTES // size))
+        next_check = min(count + every, max_frames + 1)
 
     # The hot path: every line of the program comes through here, so it counts frames inline
     # and calls as little as it can.
