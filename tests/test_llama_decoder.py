@@ -37,8 +37,13 @@ def test_prefill_steps_and_rewind_match_transformers(model):
     assert int(logits.argmax()) == int(reference[119].argmax())
 
 
-def test_context_limit_is_an_error(model):
+def test_the_cache_grows_past_its_initial_room(model):
+    ids = torch.randint(3, 259, (1, 40), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        reference = model(input_ids=ids).logits[0]
     decoder = LlamaDecoder(model, max_len=8)
-    decoder.feed([5] * 8)
-    with pytest.raises(ValueError):
-        decoder.feed([5])
+    decoder.feed(ids[0, :6].tolist())
+    for t in range(6, 40):
+        logits = decoder.feed([int(ids[0, t])])
+    assert decoder.capacity >= 40
+    assert torch.allclose(logits, reference[39], atol=1e-4)

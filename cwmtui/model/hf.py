@@ -252,6 +252,7 @@ class TransformersBackend(Backend):
         self._cached: list[int] = []  # ids whose keys and values are in the cache
         self._logits = None  # the model's logits after the last cached id
         params = sum(p.numel() for p in model.parameters())
+        self._lean = _lean_decoder(model, target, dtype, params)
         kind = "bf16" if dtype == torch.bfloat16 else "fp32"
         label = "bundled byte CWM" if name == "bundled" else os.path.basename(os.path.normpath(path))
         self.description = f"{label} · {_size(params)} params · {placement} · {kind}"
@@ -285,6 +286,11 @@ class TransformersBackend(Backend):
     def _crop(self, length: int) -> None:
         if length >= len(self._cached):
             return
+        if self._lean is not None:
+            self._lean.crop(length)
+            del self._cached[length:]
+            self._logits = None
+            return
         if length == 0 or self._cache is None:
             self._cache = self._new_cache()
         else:
@@ -295,6 +301,12 @@ class TransformersBackend(Backend):
     def _feed(self, ids: Sequence[int]):
         """Run ``ids`` through the model after the cached ones; returns the last logits."""
         torch = self._torch
+        if self._lean is not None:
+            self._lean.crop(len(self._cached))
+            logits = self._lean.feed(list(ids))
+            self._cached.extend(ids)
+            self._logits = logits
+            return logits
         if self._cache is None:
             self._cache = self._new_cache()
         logits = None
@@ -402,6 +414,20 @@ class TransformersBackend(Backend):
     def close(self) -> None:
         self.reset()
         self.model = None
+
+
+def _lean_decoder(model, target, dtype, params: int):
+    """The lean decoder for a small Llama in fp32 on CPU (the bundled model): the same logits
+    with far fewer operations per token. Such a model decodes fastest on one thread: on a
+    shared 2-core machine a second thread waits for the busy core at every operation."""
+    import torch
+
+    from .llama_decoder import LlamaDecoder
+
+    if target.type != "cpu" or dtype != torch.float32 or params > 50_000_000 or not LlamaDecoder.supports(model):
+        return None
+    torch.set_num_threads(1)
+    return LlamaDecoder(model)
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:

@@ -30,7 +30,7 @@ class LlamaDecoder:
         self.kv_heads = getattr(cfg, "num_key_value_heads", None) or self.heads
         self.head_dim = getattr(cfg, "head_dim", None) or self.hidden // self.heads
         self.eps = cfg.rms_norm_eps
-        self.max_len = max_len or cfg.max_position_embeddings
+        self.max_len = max_len or cfg.max_position_embeddings  # initial room; it grows on demand
         f32 = torch.float32
 
         def w(t):
@@ -62,17 +62,31 @@ class LlamaDecoder:
             self.layers.append((qkv, w(att.o_proj.weight).t().contiguous(), gate_up, w(mlp.down_proj.weight).t().contiguous()))
         self.inter = inner.layers[0].mlp.gate_proj.weight.shape[0]
         rotary = inner.rotary_emb
-        positions = torch.arange(self.max_len, dtype=f32)
-        inv_freq = rotary.inv_freq.detach().to(f32)
-        freqs = torch.outer(positions, inv_freq)
-        emb = torch.cat([freqs, freqs], dim=-1)
-        scaling = float(getattr(rotary, "attention_scaling", 1.0) or 1.0)
-        self.cos = (emb.cos() * scaling).contiguous()  # [max_len, head_dim]
-        self.sin = (emb.sin() * scaling).contiguous()
-        shape = (len(self.layers), self.kv_heads, self.max_len, self.head_dim)
-        self.k = torch.zeros(shape, dtype=f32)
-        self.v = torch.zeros(shape, dtype=f32)
+        self.inv_freq = rotary.inv_freq.detach().to(f32)
+        self.rope_scaling = float(getattr(rotary, "attention_scaling", 1.0) or 1.0)
+        self.capacity = 0
+        self.k = self.v = self.cos = self.sin = None
+        self._grow(self.max_len)
         self.length = 0
+
+    def _grow(self, need: int) -> None:
+        """Room for ``need`` positions: the cache and rotary tables grow like transformers' (no
+        hard context limit; past the trained context the model is on its own)."""
+        torch = self.torch
+        if need <= self.capacity:
+            return
+        size = max(need, 2 * self.capacity)
+        freqs = torch.outer(torch.arange(size, dtype=torch.float32), self.inv_freq)
+        emb = torch.cat([freqs, freqs], dim=-1)
+        self.cos = (emb.cos() * self.rope_scaling).contiguous()  # [size, head_dim]
+        self.sin = (emb.sin() * self.rope_scaling).contiguous()
+        shape = (len(self.layers), self.kv_heads, size, self.head_dim)
+        k, v = torch.zeros(shape), torch.zeros(shape)
+        if self.k is not None:
+            k[:, :, : self.capacity] = self.k
+            v[:, :, : self.capacity] = self.v
+        self.k, self.v = k, v
+        self.capacity = size
 
     @staticmethod
     def supports(model) -> bool:
@@ -101,8 +115,7 @@ class LlamaDecoder:
             raise ValueError("feed() needs at least one id")
         start = self.length
         end = start + n
-        if end > self.max_len:
-            raise ValueError(f"context of {end} tokens exceeds the decoder's {self.max_len}")
+        self._grow(end)
         with torch.inference_mode():
             x = self.embed[torch.as_tensor(list(ids), dtype=torch.long)]  # [n, d]
             cos, sin = self.cos[start:end], self.sin[start:end]  # [n, hd]
