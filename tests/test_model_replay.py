@@ -187,3 +187,9 @@ def test_a_tokenizer_gives_token_counts(tmp_path):
     rollout = Rollout(backend, backend.program, None)
     rollout.run()
     assert rollout.frames == replay(TRACER, "banana_entry").frames
+
+
+def test_an_override_on_a_finished_replay_also_says_so():
+    rollout = replay(TRACER, "banana_entry")
+    with pytest.raises(ModelError, match="overrides need a live model"):
+        rollout.step(force_event="line")

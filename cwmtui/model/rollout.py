@@ -134,12 +134,12 @@ class Rollout:
         ``<|arg_sep|>`` and the model writes the value). ``force_event``: the event token is
         spliced in first. Returns the new frame, or None when no frame was added (the model
         ended, the budget ran out, cancelled)."""
+        if (force_action is not None or force_event is not None) and not self.backend.can_generate:
+            raise ModelError(REPLAY_OVERRIDE)
         if self.status is RolloutStatus.CANCELLED:
             self._resume()
         if self.status is not RolloutStatus.RUNNING:
             return None
-        if (force_action is not None or force_event is not None) and not self.backend.can_generate:
-            raise ModelError(REPLAY_OVERRIDE)
         options = self.options
         if len(self.frames) >= options.max_frames:
             self._stop(RolloutStatus.MAX_FRAMES, f"too long: the model wrote {options.max_frames} frames without ending")
