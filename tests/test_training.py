@@ -185,3 +185,25 @@ def test_bundled_model_writes_a_well_formed_frame():
     parsed = parse_trace(text, program.source)
     frame = parsed.frames[1]
     assert frame.error is None and frame.event is not None
+
+
+def test_thread_choice_keeps_the_faster_count():
+    from cwmtui.training.loop import ThreadChoice
+
+    choice = ThreadChoice(2, period=10, probe=2)
+    rates = {1: 900.0, 2: 300.0}  # a loaded machine: one thread is faster
+    for step in range(10):
+        count = choice.choose(step)
+        choice.record(step, rates[count])
+    assert [choice.choose(s) for s in range(4)] == [1, 1, 2, 2]  # probing
+    assert choice.choose(5) == 1
+    rates = {1: 900.0, 2: 1600.0}  # the machine is idle again
+    for step in range(10, 14):
+        choice.record(step, rates[choice.choose(step)])
+    assert choice.choose(15) == 2
+
+
+def test_curriculum_lengthens_documents():
+    curriculum = Curriculum()
+    lengths = [curriculum.at(t)[0] for t in (0, 5_000_000, 20_000_000, 10**9)]
+    assert lengths == sorted(lengths) and lengths[0] < 1024 and lengths[-1] == 4096
