@@ -68,6 +68,23 @@ class StatePanel(RenderedPanel):
             self.expanded = set()
         self.branch, self.row = branch, row
         self.show_renderable(self._render_state())
+        self.call_after_refresh(self._show_first_difference)  # once the new size is laid out
+
+    def _show_first_difference(self) -> None:
+        """Scroll (as little as needed) so the first differing variable is in view."""
+        if self.branch is None:
+            return
+        differing = {v.name for v in self.branch.variables(self.row) if v.differs and not v.absent}
+        lines = next(((first, last) for first, last, name in self._row_lines if name in differing), None)
+        height = self.scrollable_content_region.height
+        if lines is None or height <= 0:
+            return
+        top = int(self.scroll_y)
+        first, last = lines
+        if last >= top + height:
+            self.scroll_to(y=min(first, last - height + 1), animate=False)
+        elif first < top:
+            self.scroll_to(y=first, animate=False)
 
     def toggle_fold(self) -> None:
         self.expanded_all = not self.expanded_all

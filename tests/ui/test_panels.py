@@ -199,3 +199,13 @@ async def test_the_layout_follows_the_terminal_size(strings):
         assert screen.layout_mode == "stacked" and screen.has_class("-narrow")
         assert not screen.query_one("#output").display  # no room for the output panel
         assert screen.truth_timeline.cursor == screen.step == strings.branches[0].first_divergence.step
+
+
+async def test_a_small_state_panel_scrolls_to_the_wrong_variable(strings):
+    app = CwmApp(strings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("d")
+        await pilot.pause()
+        panel = app.debugger.query_one("#state")
+        visible = panel.lines[int(panel.scroll_y): int(panel.scroll_y) + panel.scrollable_content_region.height]
+        assert any(line.startswith("rotated") and "≠" in line for line in visible)
