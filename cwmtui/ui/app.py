@@ -508,11 +508,20 @@ class DebuggerScreen(Screen):
             return False
         return True
 
+    def _entry_step(self, branch: BranchView, row: int) -> bool:
+        if branch.model_index_at(row) == 0:
+            self.notify("step 0 is the entry call, forced from the interpreter: intervene at a later step",
+                        severity="warning", timeout=4)
+            return True
+        return False
+
     def action_override(self) -> None:
         if not self._can_intervene("override"):
             return
         branch, row = self.branch, self.step
         assert branch is not None and self.view is not None
+        if self._entry_step(branch, row):
+            return
 
         def chosen(choice: OverrideChoice | None) -> None:
             if choice is not None:
@@ -528,6 +537,8 @@ class DebuggerScreen(Screen):
             return
         branch, row = self.branch, self.step
         assert branch is not None
+        if self._entry_step(branch, row):
+            return
         frame = branch.model_at(row)
         if frame is None or frame.locals is None:
             frame = branch.truth_at(row)

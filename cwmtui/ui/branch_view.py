@@ -222,6 +222,15 @@ class BranchView:
             return self.steps[row].kind
         return StepKind.PENDING if self.running else StepKind.MISSING
 
+    def model_index_at(self, row: int) -> int:
+        """The model frame an intervention at this row replaces: the row's own, or (on a row only
+        the interpreter has) the next frame the model would write."""
+        for r in range(min(row, len(self.steps) - 1), -1, -1):
+            index = self.steps[r].model_index
+            if index is not None:
+                return index if r == row else index + 1
+        return 0
+
     def changed(self, row: int, side: str) -> set[str]:
         if not 0 <= row < len(self.steps):
             return set()

@@ -165,9 +165,11 @@ class LiveSession:
         if self.session is None or source is None:
             return
 
+        index = branch.model_index_at(step)  # the row on screen -> the model's frame
+
         def work(cancel: threading.Event) -> None:
             self._post(Activity(f"override at step {step} ({label}): model writing…"))
-            child = self.session.override(source, step, action=action, locals=locals_,
+            child = self.session.override(source, index, action=action, locals=locals_,
                                           on_frame=self._on_frame, cancel=cancel)
             self._finished(child)
 

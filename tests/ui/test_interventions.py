@@ -255,3 +255,28 @@ async def test_quitting_while_the_model_writes_stops_the_rollout(strings):
         time.sleep(0.05)  # the worker thread notices the cancel at its next model call
     assert live.session.main.status == "cancelled"
     assert len(live.session.main.frames) < len(truth.frames)
+
+
+async def test_the_entry_call_cannot_be_overridden(strings):
+    program, truth = strings
+    app = live_app(program, OracleBackend(program, truth.frames))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: main_done(app))
+        await pilot.press("o")
+        assert not isinstance(app.screen, OverrideScreen)
+        await pilot.pause()
+        assert any("step 0 is the entry call" in n.message for n in app._notifications)
+
+
+def test_an_intervention_after_the_paths_part_goes_to_the_models_own_frame(interpreter):
+    from .sessions import exception_view
+
+    branch = exception_view(interpreter).branches[0]
+    for row in range(len(branch)):
+        index = branch.model_index_at(row)
+        own = branch.steps[row].model_index
+        assert index == own if own is not None else index >= 0
+    # rows only the interpreter has map to the next frame the model would write
+    row = next(r for r in range(len(branch)) if branch.steps[r].model_index is None)
+    before = max(s.model_index for s in branch.steps[:row] if s.model_index is not None)
+    assert branch.model_index_at(row) == before + 1
