@@ -11,12 +11,25 @@ from .options import Parser
 BUNDLED = os.path.join(os.path.dirname(os.path.dirname(__file__)), "model", "bundled")
 
 
+EXAMPLES = """examples:
+  nice -n 10 cwmtui train --out runs/main              # train on CPU until stopped (Ctrl-C / SIGTERM saves)
+  nice -n 10 cwmtui train --resume runs/main           # continue where it stopped
+  cwmtui train --resume runs/main --export bundled     # export the checkpoint as the bundled model
+  cwmtui train --card                                  # measure the bundled model, write MODEL_CARD.md
+  cwmtui train --resume runs/main --device cuda --minutes 8 --batch-tokens 65536 --workers 12
+                                                       # a few minutes on a GPU, then --export
+"""
+
+
 def build_parser() -> Parser:
     from ..training.model import SIZES
 
-    parser = Parser(prog="cwmtui train", description=(
+    import argparse
+
+    parser = Parser(prog="cwmtui train", formatter_class=argparse.RawDescriptionHelpFormatter, description=(
         "Train the bundled byte-level CWM on traces of generated programs (fresh data every step). "
-        "Checkpoints go to --out; --resume continues a run; --export writes a Hugging Face directory."))
+        "Checkpoints go to --out; --resume continues a run; --export writes a Hugging Face directory."),
+        epilog=EXAMPLES)
     parser.add_argument("--out", metavar="DIR", help="checkpoint directory (default: runs/train, or the --resume directory)")
     parser.add_argument("--minutes", type=float, metavar="M", help="stop cleanly after M minutes and save")
     parser.add_argument("--steps", type=int, metavar="N", help="stop after step N (counted over all runs)")

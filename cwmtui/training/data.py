@@ -103,8 +103,12 @@ def pack(docs: list[Document], micro_tokens: int) -> list[tuple[list, list]]:
     return micro
 
 
-def make_batch(interpreter: Interpreter, seed: int, step: int, batch_tokens: int, micro_tokens: int, curriculum: Curriculum) -> Batch:
-    max_len, max_size = curriculum.at(step * batch_tokens)
+def make_batch(interpreter: Interpreter, seed: int, step: int, batch_tokens: int, micro_tokens: int, curriculum: Curriculum,
+               base: tuple[int, int] = (0, 0)) -> Batch:
+    """The batch of ``step``. ``base`` = (step, tokens seen) where this run started: the
+    curriculum follows tokens seen (estimated as base tokens + steps since x batch_tokens), so a
+    run resumed with another batch size (a GPU run) stays at the same stage."""
+    max_len, max_size = curriculum.at(base[1] + (step - base[0]) * batch_tokens)
     docs = draw_documents(interpreter, seed, step, batch_tokens, max_len, max_size)
     fam: dict[str, int] = {}
     for d in docs:
@@ -113,7 +117,7 @@ def make_batch(interpreter: Interpreter, seed: int, step: int, batch_tokens: int
                  sum(len(d) - d.loss_start for d in docs), fam)
 
 
-def _worker(queue, seed, start, batch_tokens, micro_tokens, curriculum, stride=1) -> None:
+def _worker(queue, seed, start, batch_tokens, micro_tokens, curriculum, stride=1, base=(0, 0)) -> None:
     import os
 
     try:
@@ -126,7 +130,7 @@ def _worker(queue, seed, start, batch_tokens, micro_tokens, curriculum, stride=1
     with Interpreter() as interpreter:
         step = start
         while True:
-            batch = make_batch(interpreter, seed, step, batch_tokens, micro_tokens, curriculum)
+            batch = make_batch(interpreter, seed, step, batch_tokens, micro_tokens, curriculum, base)
             while True:  # wait for room, but end with the trainer
                 if os.getppid() != parent:
                     return
@@ -146,14 +150,15 @@ class BatchStream:
     """
 
     def __init__(self, seed: int, start: int, batch_tokens: int, micro_tokens: int, curriculum: Curriculum | None = None,
-                 prefetch: int = 6, workers: int = 1) -> None:
+                 prefetch: int = 6, workers: int = 1, base_tokens: int = 0) -> None:
         ctx = mp.get_context("spawn")
         self.queues = []
         self.processes = []
         for w in range(workers):
             queue = ctx.Queue(maxsize=max(2, prefetch // workers))
             process = ctx.Process(
-                target=_worker, args=(queue, seed, start + w, batch_tokens, micro_tokens, curriculum or Curriculum(), workers),
+                target=_worker, args=(queue, seed, start + w, batch_tokens, micro_tokens, curriculum or Curriculum(), workers,
+                                      (start, base_tokens)),
                 daemon=True,
             )
             process.start()

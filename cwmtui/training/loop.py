@@ -191,7 +191,8 @@ def train(opts: TrainOptions) -> dict:
     metrics = open(os.path.join(opts.out, "metrics.jsonl"), "a")
     print(f"cwmtui train: {opts.size} model, {params / 1e6:.2f}M parameters, {opts.device}, seed {opts.seed}, "
           f"from step {state['step']} ({state['tokens'] / 1e6:.1f}M tokens seen), out {opts.out}", flush=True)
-    stream = BatchStream(opts.seed, state["step"], opts.batch_tokens, opts.micro_tokens, Curriculum(), workers=opts.workers)
+    stream = BatchStream(opts.seed, state["step"], opts.batch_tokens, opts.micro_tokens, Curriculum(), workers=opts.workers,
+                         base_tokens=state["tokens"])
     autocast = torch.autocast(device.type, dtype=torch.bfloat16)
     start = time.time()
     last_ckpt = start
