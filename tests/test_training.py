@@ -137,7 +137,7 @@ def test_train_checkpoint_resume_and_export(tmp_path):
     from cwmtui.training.loop import load_checkpoint
 
     out = str(tmp_path / "run")
-    common = ["--size", "tiny", "--batch-tokens", "1024", "--threads", "1"]
+    common = ["--size", "tiny", "--batch-tokens", "1024", "--threads", "1", "--eval-minutes", "0"]
     assert main(["train", "--out", out, "--steps", "2", *common]) == 0
     first = load_checkpoint(out)
     assert first["state"]["step"] == 2 and first["state"]["tokens"] >= 2048

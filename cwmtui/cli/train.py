@@ -45,6 +45,7 @@ def build_parser() -> Parser:
     parser.add_argument("--threads", type=int, default=2, help="most torch threads on CPU (the loop picks 1..N, whichever trains faster on the shared machine)")
     parser.add_argument("--workers", type=int, default=1, help="processes generating and tracing programs (raise it on a GPU)")
     parser.add_argument("--checkpoint-minutes", type=float, default=5.0, metavar="M")
+    parser.add_argument("--eval-minutes", type=float, default=10.0, metavar="M", help="measure held-out exact match every M minutes (0: never)")
     parser.add_argument("--export", metavar="DIR", help="export the checkpoint (--resume DIR or --out) as a Hugging Face model directory and exit ('bundled': the package's model)")
     parser.add_argument("--card", action="store_true", help="measure the model in --export DIR (default bundled) and write its MODEL_CARD.md")
     return parser
@@ -89,7 +90,7 @@ def run(args) -> int:
         batch_tokens=args.batch_tokens, micro_tokens=args.micro_tokens or args.batch_tokens,
         lr=args.lr, min_lr=args.min_lr, decay_tokens=int(args.decay_tokens) if args.decay_tokens else None,
         checkpoint_minutes=args.checkpoint_minutes, threads=args.threads, resume=args.resume,
-        workers=max(1, args.workers),
+        workers=max(1, args.workers), eval_minutes=max(0.0, args.eval_minutes),
     )
     train(opts)
     return 0

@@ -32,6 +32,7 @@ class TrainOptions:
     decay_tokens: int | None = None  # cosine decay to min_lr over this many tokens (None: constant)
     weight_decay: float = 0.1
     checkpoint_minutes: float = 5.0
+    eval_minutes: float = 10.0  # follow held-out exact match this often (0: never)
     threads: int = 2
     resume: str | None = None
     log_every: int = 10
@@ -91,6 +92,38 @@ def model_from_checkpoint(path: str):
     model = build_model(ckpt["size"])
     model.load_state_dict(ckpt["model"])
     return model, ckpt
+
+
+def held_out_documents():
+    """A small fixed set of programs (seeds no training step draws) to follow progress."""
+    from ..interpreter import Interpreter
+    from ..suites import families, s5, zoo
+    from .measure import trace_documents
+
+    programs = [s5.program(n, seed=99, index=i) for n in (4, 8) for i in range(4)]
+    programs += [zoo.program(kind, d, "flat" if i % 2 else "nested", seed=99, index=i)
+                 for d in (1, 2) for i, kind in enumerate(("string", "list", "math", "dictionary"))]
+    programs += [families.program(f, seed=-99, index=i, size=1) for f in ("crux", "loop", "story", "exception") for i in range(2)]
+    with Interpreter() as interpreter:
+        return [(p, d) for p, d in trace_documents(programs, interpreter) if len(d) <= 2048]
+
+
+def evaluate(model, documents) -> dict:
+    """Teacher-forced next-frame exact, whole-trace exact and token accuracy on ``documents``."""
+    import torch
+
+    from .measure import Table, score
+
+    table = Table()
+    was_training = model.training
+    model.eval()
+    try:
+        for program, doc in documents:
+            table.add(score(model, program, doc))
+    finally:
+        model.train(was_training)
+    return {"frame_exact": round(table.frame_exact, 4), "trace_exact": round(table.trace_exact, 4),
+            "token_accuracy": round(table.token_accuracy, 4), "programs": len(table.scores)}
 
 
 class ThreadChoice:
@@ -196,6 +229,8 @@ def train(opts: TrainOptions) -> dict:
     autocast = torch.autocast(device.type, dtype=torch.bfloat16)
     start = time.time()
     last_ckpt = start
+    held_out = held_out_documents() if opts.eval_minutes else []
+    last_eval = start
     progress = Progress(opts.minutes * 60 if opts.minutes else None)
     threads = ThreadChoice(opts.threads) if opts.device == "cpu" and opts.threads > 1 else None
     window: list[tuple[float, int, float]] = []
@@ -248,6 +283,14 @@ def train(opts: TrainOptions) -> dict:
             if state["step"] % opts.log_every == 0:
                 metrics.flush()
             progress.update(time.time() - start, text, state["step"] % opts.log_every == 0)
+            if held_out and time.time() - last_eval >= opts.eval_minutes * 60:
+                with autocast:
+                    result = evaluate(model, held_out)
+                metrics.write(json.dumps({"step": state["step"], "tokens": state["tokens"], "eval": result}) + "\n")
+                metrics.flush()
+                print(f"held-out at step {state['step']}: next-frame exact {result['frame_exact']:.1%}, whole-trace exact "
+                      f"{result['trace_exact']:.1%}, token accuracy {result['token_accuracy']:.1%}", flush=True)
+                last_eval = time.time()
             if time.time() - last_ckpt >= opts.checkpoint_minutes * 60:
                 metrics.flush()
                 save_checkpoint(opts.out, model, optimizer, state, opts)
@@ -274,7 +317,8 @@ def loss_curve(run_dir: str, points: int = 16) -> list[list[float]]:
         for line in fh:
             try:
                 m = json.loads(line)
-                rows.append((m["tokens"], m["loss"]))
+                if "loss" in m:
+                    rows.append((m["tokens"], m["loss"]))
             except (ValueError, KeyError):
                 continue
     if not rows:
