@@ -114,6 +114,7 @@ async def test_play_advances_and_stops_at_the_first_divergence(strings):
             await pilot.pause(0.05)
         assert not screen.playing
         assert screen.step == strings.branches[0].first_divergence.step
+        await pilot.press("minus", "minus", "minus")  # back to 8 steps/s
         await pilot.press("p")  # plays on from there
         assert screen.playing
         await pilot.press("p")
