@@ -45,13 +45,27 @@ def model_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def backend(model_dir):
-    with TransformersBackend(str(model_dir)) as opened:
+    """transformers' forward and DynamicCache (the path of CWM and of any model on a GPU)."""
+    with TransformersBackend(str(model_dir), lean=False) as opened:
         yield opened
 
 
 @pytest.fixture(scope="module")
+def lean(model_dir):
+    """The lean decoder a small Llama on CPU gets by default (the bundled model)."""
+    with TransformersBackend(str(model_dir)) as opened:
+        assert opened.description.endswith("lean decoder")
+        yield opened
+
+
+@pytest.fixture(params=["transformers", "lean"])
+def either(request, backend, lean):
+    return backend if request.param == "transformers" else lean
+
+
+@pytest.fixture(scope="module")
 def scripted(model_dir):
-    with ScriptedBackend(str(model_dir)) as opened:
+    with ScriptedBackend(str(model_dir), lean=False) as opened:
         yield opened
 
 
@@ -99,7 +113,8 @@ def test_a_literal_special_token_in_text_stays_text(backend):
 # -- prefix reuse ----------------------------------------------------------------------------
 
 
-def test_a_prompt_extending_the_last_one_processes_only_its_new_tokens(backend):
+def test_a_prompt_extending_the_last_one_processes_only_its_new_tokens(either):
+    backend = either
     backend.reset()
     prompt = backend.encode("def f(x):\n    return x\n")
     first = backend.complete(prompt, [], 5)
@@ -111,7 +126,8 @@ def test_a_prompt_extending_the_last_one_processes_only_its_new_tokens(backend):
     assert again.processed == 1 and again.ids == second.ids
 
 
-def test_a_shorter_prompt_crops_the_cache_to_the_common_prefix(backend, model_dir):
+def test_a_shorter_prompt_crops_the_cache_to_the_common_prefix(either, model_dir):
+    backend = either
     backend.reset()
     prompt = backend.encode("for i in range(10):\n    print(i)\n")
     backend.complete(prompt, [], 8)
@@ -119,7 +135,8 @@ def test_a_shorter_prompt_crops_the_cache_to_the_common_prefix(backend, model_di
     reused = backend.complete(rewound, [], 6)
     assert reused.processed == len(backend.encode("pass\n"))
     assert backend.cached_tokens == len(rewound) + 5
-    with TransformersBackend(str(model_dir)) as fresh:
+    same_path = None if backend.description.endswith("lean decoder") else False
+    with TransformersBackend(str(model_dir), lean=same_path) as fresh:
         assert fresh.complete(rewound, [], 6).ids == reused.ids
 
 
@@ -146,6 +163,20 @@ def test_rewind_regenerates_from_the_cache_without_running_the_prefix_again(scri
     rollout.run()
     assert rollout.frames == frames and rollout.text() == text
     assert rollout.tokens_processed - before <= suffix + 1  # the suffix, not the prefix
+
+
+def test_the_lean_decoder_path_rolls_out_and_rewinds_the_same(model_dir, program, truth):
+    with ScriptedBackend(str(model_dir)) as scripted_lean:
+        assert scripted_lean.description.endswith("lean decoder")
+        use_script(scripted_lean, program, truth.frames)
+        rollout = Rollout(scripted_lean, program, truth.frames[0])
+        assert rollout.run() is RolloutStatus.ENDED and rollout.frames == truth.frames
+        assert rollout.tokens_processed == len(rollout.ids)
+        before = rollout.tokens_processed
+        rollout.rewind(3)
+        rollout.run()
+        assert rollout.frames == truth.frames
+        assert rollout.tokens_processed - before <= sum(f.tokens for f in rollout.frames[3:]) + 1
 
 
 # -- what the rollout records ----------------------------------------------------------------
@@ -322,7 +353,7 @@ def test_greedy_rollouts_are_the_same_every_time(backend, model_dir, program, tr
 
     first = run(backend)
     assert run(backend) == first
-    with TransformersBackend(str(model_dir)) as fresh:
+    with TransformersBackend(str(model_dir), lean=False) as fresh:
         assert run(fresh) == first
 
 

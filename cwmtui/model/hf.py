@@ -185,7 +185,10 @@ class TransformersBackend(Backend):
         device: str = "auto",
         progress: Progress | None = None,
         name: str | None = None,
+        lean: bool | None = None,
     ) -> None:
+        """``lean``: decode through :class:`LlamaDecoder` (None: when the model is a small
+        Llama in fp32 on CPU; False: always through transformers' forward and DynamicCache)."""
         report = progress or (lambda stage, fraction: None)
         path = os.path.abspath(os.path.expanduser(path))
         files = check_model_dir(path)
@@ -252,10 +255,12 @@ class TransformersBackend(Backend):
         self._cached: list[int] = []  # ids whose keys and values are in the cache
         self._logits = None  # the model's logits after the last cached id
         params = sum(p.numel() for p in model.parameters())
-        self._lean = _lean_decoder(model, target, dtype, params)
+        self._lean = _lean_decoder(model, target, dtype, params) if lean is not False else None
         kind = "bf16" if dtype == torch.bfloat16 else "fp32"
         label = "bundled byte CWM" if name == "bundled" else os.path.basename(os.path.normpath(path))
         self.description = f"{label} · {_size(params)} params · {placement} · {kind}"
+        if self._lean is not None:
+            self.description += " · lean decoder"
         report("ready", 1.0)
 
     # -- tokens ------------------------------------------------------------------------------
