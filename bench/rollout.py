@@ -1,16 +1,17 @@
 """Rollout cost: prefix reuse against re-sending the prefix, and the frame loop against generate().
 
-    python bench/rollout.py [--frames 500] [--hidden 256] [--layers 4] [--baseline-frames 40]
-                            [--override-at 250] [--threads 1]
+    python bench/rollout.py [--frames 500] [--hidden 128] [--layers 2] [--baseline-frames 40]
+                            [--override-at 250] [--threads 1] [--lean]
 
 The model is a random-weight Llama of a realistic shape (GQA, SwiGLU, RMSNorm, RoPE; small:
 ``--hidden``, ``--layers``) with the bundled byte tokenizer, saved to a temporary directory and
-opened through the real transformers backend. A random model writes garbage, so the decoding
-loop is *scripted*: at each position it emits the token of the interpreter's own trace instead
-of the argmax (the model still runs every token through its forward pass and KV cache, which is
-all the cost there is). That makes the run deterministic and every frame a real frame.
-``generate()`` gets the same script through a logits processor, and the bench checks that both
-produce the same ids.
+opened through the real transformers backend, on transformers' forward and DynamicCache (the
+path CWM takes; ``--lean`` also times the lean decoder small CPU models get by default). A
+random model writes garbage, so the decoding loop is *scripted*: at each position it emits the
+token of the interpreter's own trace instead of the argmax (the model still runs every token
+through its forward pass and KV cache, which is all the cost there is). That makes the run
+deterministic and every frame a real frame. ``generate()`` gets the same script through a
+logits processor, and the bench checks that both produce the same ids.
 
 Figures, in one run:
 
@@ -74,11 +75,12 @@ def build_model(path: str, hidden: int, layers: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--frames", type=int, default=500, help="frames in the trace (about; the program is a loop)")
-    parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--baseline-frames", type=int, default=40, help="frames the quadratic baseline is actually run for")
     parser.add_argument("--override-at", type=int, default=250)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--lean", action="store_true", help="also time the frame loop on the lean decoder (the bundled model's path)")
     args = parser.parse_args()
 
     import torch
@@ -106,7 +108,9 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as directory:
         build_model(directory, args.hidden, args.layers)
-        backend = ScriptedBackend(directory, device="cpu")
+        # transformers' forward and DynamicCache, the same as generate() uses (and CWM on a GPU)
+        backend = ScriptedBackend(directory, device="cpu", lean=False)
+        torch.set_num_threads(args.threads)
         model = backend.model
         script = backend.encode_segments(prompt_segments(program.source) + frames_segments(truth.frames, end=True))
         backend.script = script
@@ -216,6 +220,17 @@ def main() -> int:
         print(f"   one model.generate()        {generate_best:8.1f} s   {generate_best / generated * 1000:6.2f} ms/token   "
               f"(best of {', '.join(f'{t:.1f}' for t in generate_times)})")
         print(f"   ratio                       {loop_best / generate_best:8.2f}")
+        if args.lean:
+            lean = ScriptedBackend(directory, device="cpu")
+            torch.set_num_threads(args.threads)
+            lean.script = script
+            started = time.perf_counter()
+            on_lean = Rollout(lean, program, truth.frames[0], options)
+            on_lean.run()
+            lean_seconds = time.perf_counter() - started
+            assert on_lean.ids == ids
+            print(f"   frame loop, lean decoder    {lean_seconds:8.1f} s   {lean_seconds / generated * 1000:6.2f} ms/token")
+            lean.close()
         backend.close()
     return 0
 
