@@ -197,10 +197,14 @@ def test_thread_choice_keeps_the_faster_count():
         choice.record(step, rates[count])
     assert [choice.choose(s) for s in range(4)] == [1, 1, 2, 2]  # probing
     assert choice.choose(5) == 1
-    rates = {1: 900.0, 2: 1600.0}  # the machine is idle again
+    rates = {1: 900.0, 2: 1000.0}  # barely faster: not worth the risk
     for step in range(10, 14):
         choice.record(step, rates[choice.choose(step)])
-    assert choice.choose(15) == 2
+    assert choice.choose(15) == 1
+    rates = {1: 900.0, 2: 1600.0}  # the machine is idle again
+    for step in range(20, 24):
+        choice.record(step, rates[choice.choose(step)])
+    assert choice.choose(25) == 2
 
 
 def test_curriculum_lengthens_documents():

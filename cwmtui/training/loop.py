@@ -131,14 +131,15 @@ class ThreadChoice:
 
     The machine is shared: when another process holds a core, a multi-threaded step waits at
     every parallel region for the thread that lost its core, and one thread is faster. Every
-    ``period`` steps, try each count for ``probe`` steps and keep the fastest.
+    ``period`` steps, try each count for ``probe`` steps; keep one thread unless more are
+    clearly (``margin``) faster.
     """
 
-    def __init__(self, most: int, period: int = 60, probe: int = 3) -> None:
+    def __init__(self, most: int, period: int = 30, probe: int = 2, margin: float = 1.25) -> None:
         self.counts = list(range(1, most + 1))
-        self.period, self.probe = period, probe
+        self.period, self.probe, self.margin = period, probe, margin
         self.rates: dict[int, list[float]] = {}
-        self.best = most
+        self.best = 1
 
     def choose(self, step: int) -> int:
         phase = step % self.period
@@ -153,7 +154,13 @@ class ThreadChoice:
             count = self.counts[phase // self.probe]
             self.rates.setdefault(count, []).append(rate)
             if phase == window - 1:
-                self.best = max(self.rates, key=lambda c: sorted(self.rates[c])[len(self.rates[c]) // 2])
+                # more threads only when clearly faster: a wrong pick costs a whole period
+                median = {c: sorted(r)[len(r) // 2] for c, r in self.rates.items()}
+                best = 1
+                for c in sorted(median):
+                    if median[c] > self.margin * median[best]:
+                        best = c
+                self.best = best
                 self.rates = {}
 
 
