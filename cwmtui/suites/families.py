@@ -141,7 +141,12 @@ def expr(kind: str, env: Env, depth: int = 0) -> str:
 
 
 def cond(env: Env) -> str:
-    return expr("bool", env)
+    """A condition over the variables (a literal True / False only when nothing else fits)."""
+    for _ in range(4):
+        text = expr("bool", env)
+        if text not in ("True", "False"):
+            return text
+    return text
 
 
 def mutation(env: Env) -> str | None:
@@ -195,11 +200,15 @@ def block(env: Env, ind: str, count: int, size: int, allow_loop: bool = True) ->
         if allow_loop and r < 0.2:
             lines += loop(env, ind, size)
         elif r < 0.32 and env.vars:
+            # names first bound inside a branch may be unbound after it: they leave scope
+            before = dict(env.vars)
             lines.append(f"{ind}if {cond(env)}:")
             emit(lines, simple(env), ind + "    ")
+            env.vars = dict(before)
             if rng.random() < 0.5:
                 lines.append(f"{ind}else:")
                 emit(lines, simple(env), ind + "    ")
+                env.vars = dict(before)
         else:
             emit(lines, simple(env), ind)
     return lines
