@@ -451,6 +451,24 @@ def test_missing_file_and_bad_limits(tmp_path, capsys):
     assert code == 2 and "limits must be positive" in one_line(err)
 
 
+@pytest.mark.parametrize("timeout", ["nan", "inf"])
+def test_a_timeout_that_never_fires_is_refused(tmp_path, capsys, timeout):
+    path = write(tmp_path, "def f():  # << START_OF_TRACE\n    while True:\n        pass\n\nf()\n")
+    code, out, err = cli(capsys, path, "--timeout", timeout)
+    assert (code, out) == (2, "")
+    assert "limits must be positive" in one_line(err) and "finite" in one_line(err)
+
+
+def test_an_argparse_error_names_the_command_once(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--replay"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == "cwmtui: error: argument --replay: expected one argument\n"
+    with pytest.raises(SystemExit):
+        main(["trace", "--format", "xml", "p.py"])
+    assert capsys.readouterr().err.startswith("cwmtui trace: error: argument --format")
+
+
 @pytest.mark.skipif(shutil.which("cwmtui") is None, reason="console script not installed")
 def test_the_console_script_survives_a_segfault_and_a_syntax_error(tmp_path):
     crash = write(tmp_path, "import ctypes\ndef f():  # << START_OF_TRACE\n    ctypes.string_at(0)\n\nf()\n", "crash.py")

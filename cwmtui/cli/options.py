@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from ..interpreter import Limits, Program, ProgramError, load_program
@@ -13,7 +14,7 @@ class Parser(argparse.ArgumentParser):
     """argparse that reports a usage error in one line with exit code 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"cwmtui {self.prog.split()[-1]}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def add_program_options(parser: argparse.ArgumentParser) -> None:
@@ -31,8 +32,10 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
 
 
 def limits_from(args: argparse.Namespace) -> Limits:
-    if args.max_frames < 1 or args.timeout <= 0 or args.memory < 16 or args.max_output < 0:
-        raise UsageError("limits must be positive (--max-frames ≥ 1, --timeout > 0, --memory ≥ 16)")
+    # NaN compares false with everything and infinity never passes: either would switch the time
+    # limit (and the parent's hard deadline) off, so a looping program would never stop.
+    if args.max_frames < 1 or not (0 < args.timeout < math.inf) or args.memory < 16 or args.max_output < 0:
+        raise UsageError("limits must be positive (--max-frames ≥ 1, --timeout > 0 and finite, --memory ≥ 16)")
     return Limits(frames=args.max_frames, seconds=args.timeout, memory=args.memory << 20, output=args.max_output)
 
 
