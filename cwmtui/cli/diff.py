@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import sys
 
-from ..interpreter import Interpreter, ProgramError, load_program
+from ..interpreter import Interpreter
 from ..trace import Event, Status, tokens
 from . import UsageError
-from .options import Parser, add_limit_options, limits_from, warn
+from .options import Parser, add_limit_options, check_called, limits_from, program_from, warn
 
 SHOWN_ROWS = 60  # rows of the table without --all
 
@@ -68,10 +68,7 @@ def run(args) -> int:
         raise UsageError(str(exc)) from None
     with backend:
         if args.program is not None:
-            try:
-                program = load_program(args.program, entry=args.entry, call=args.call)
-            except ProgramError as exc:
-                raise UsageError(str(exc)) from None
+            program = program_from(args)
         else:
             program = backend.program
         if (args.teacher_force or override) and not backend.can_generate:
@@ -81,7 +78,7 @@ def run(args) -> int:
             warn(interpreter.warning)
             session = DebugSession(program, backend, rollout_options_from_args(args), limits, interpreter=interpreter)
             truth = session.run_truth()
-            _check_called(truth, program)
+            check_called(truth, program)
             try:
                 if args.teacher_force:
                     branch = session.teacher_forced()
@@ -104,15 +101,6 @@ def run(args) -> int:
     if truth.status.kind not in (Status.COMPLETE, Status.RAISED):
         print(f"cwmtui: the interpreter's trace is partial: {truth.status.describe()}", file=sys.stderr)
     return 0 if branch.comparison.verdict == "agree" else 1
-
-
-def _check_called(truth, program) -> None:
-    if truth.status.kind is Status.NOT_CALLED:
-        raise UsageError(
-            f"{program.path}: the entry {program.entry}() was never called; pass --call \"{program.entry}(...)\" to call it"
-        )
-    if truth.status.kind is Status.ERROR:
-        raise UsageError(f"{program.path}: {truth.status.message}")
 
 
 def _override(session, branch, step: int, line: int | None):

@@ -7,6 +7,7 @@ import math
 import sys
 
 from ..interpreter import Limits, Program, ProgramError, load_program
+from ..trace import Status, Trace
 from . import UsageError
 
 
@@ -44,6 +45,17 @@ def program_from(args: argparse.Namespace) -> Program:
         return load_program(args.program, entry=args.entry, call=args.call)
     except ProgramError as exc:
         raise UsageError(str(exc)) from None
+
+
+def check_called(trace: Trace, program: Program) -> None:
+    """The entry never ran: that is an input error, explained in one line."""
+    if trace.status.kind is Status.NOT_CALLED:
+        raise UsageError(
+            f"{program.path}: the entry {program.entry}() was never called; "
+            f"pass --call \"{program.entry}(...)\" to call it"
+        )
+    if trace.status.kind is Status.ERROR:
+        raise UsageError(f"{program.path}: {trace.status.message}")
 
 
 def warn(message: str | None) -> None:

@@ -7,8 +7,7 @@ import sys
 
 from ..interpreter import Interpreter
 from ..trace import Status, Trace, render_trace
-from . import UsageError
-from .options import Parser, add_limit_options, add_program_options, limits_from, program_from, warn
+from .options import Parser, add_limit_options, add_program_options, check_called, limits_from, program_from, warn
 
 
 def build_parser() -> Parser:
@@ -23,17 +22,6 @@ def exit_code(trace: Trace) -> int:
     if trace.status.kind is Status.COMPLETE:
         return 0
     return 1
-
-
-def check_called(trace: Trace, program) -> None:
-    """The entry never ran: that is an input error, explained in one line."""
-    if trace.status.kind is Status.NOT_CALLED:
-        raise UsageError(
-            f"{program.path}: the entry {program.entry}() was never called; "
-            f"pass --call \"{program.entry}(...)\" to call it"
-        )
-    if trace.status.kind is Status.ERROR:
-        raise UsageError(f"{program.path}: {trace.status.message}")
 
 
 def run(args) -> int:
