@@ -444,13 +444,13 @@ class DebugSession:
             options = _options_from_json(settings.get("rollout") or {})
             limits = Limits(**(settings.get("limits") or {}))
             branches = [Branch.from_json(b) for b in data.get("branches", [])]
-        except (KeyError, TypeError, ValueError) as exc:
+            model = data.get("model") or {}
+            model_name, model_description = model.get("name", ""), model.get("description", "")
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # AttributeError: a list or number where an object belongs
             raise SessionError(f"the session file is damaged ({exc.__class__.__name__}: {exc})") from None
         session = cls(program, backend, options, limits, truth=truth)
-        model = data.get("model") or {}
         if backend is None:
-            session.model_name = model.get("name", "")
-            session.model_description = model.get("description", "")
+            session.model_name, session.model_description = model_name, model_description
         session.branches = branches
         for branch in branches:
             session.compare_branch(branch)

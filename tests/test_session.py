@@ -4,6 +4,7 @@ The world model is tests/world_models.OracleBackend: it continues any prompt wit
 next frame, except where it is told to make a mistake, so every outcome here is known exactly.
 """
 
+import json
 import threading
 
 import pytest
@@ -185,6 +186,29 @@ def test_loading_bad_files_says_what_is_wrong(tmp_path):
     other.write_text('{"format": "something-else"}')
     with pytest.raises(SessionError, match="not a cwmtui session"):
         DebugSession.load(str(other))
+
+
+@pytest.mark.parametrize("damage", [
+    lambda d: d["truth"].__setitem__("frames", "x"),
+    lambda d: d["truth"]["frames"].__setitem__(0, {}),  # no event and no format error
+    lambda d: d["truth"]["frames"][0].__setitem__("action", ["def f(x):"]),
+    lambda d: d["truth"]["frames"][0].__setitem__("locals", {"word": 1}),
+    lambda d: d["truth"]["frames"][1].__setitem__("locals", 5),
+    lambda d: d["branches"][0]["frames"][3].__setitem__("lineno", "7"),
+    lambda d: d.__setitem__("settings", 5),
+    lambda d: d.__setitem__("model", 5),
+    lambda d: d.__setitem__("branches", "x"),
+])
+def test_a_damaged_session_file_is_refused_in_one_line(strawberry, tmp_path, damage):
+    path = tmp_path / "session.json"
+    session = session_with(strawberry)
+    session.run_main()
+    session.save(str(path))
+    data = json.loads(path.read_text())
+    damage(data)
+    path.write_text(json.dumps(data))
+    with pytest.raises(SessionError, match="the session file is damaged"):
+        DebugSession.load(str(path))
 
 
 def test_replayed_generation_runs_as_main_and_refuses_overrides(interpreter):

@@ -91,20 +91,36 @@ class Frame:
 
     @classmethod
     def from_json(cls, data: dict) -> "Frame":
-        event = data.get("event")
+        """A frame from :meth:`to_json`; a field of the wrong type (a damaged or hand-edited
+        file) raises TypeError here rather than deep inside a comparison later."""
+        if not isinstance(data, dict):
+            raise TypeError(f"a frame is {type(data).__name__}, not an object")
+        event = _typed(data, "event", str)
+        if not event and data.get("error") is None:
+            raise TypeError("a frame without an event must say its format error")
+        local_values = _typed(data, "locals", dict)
+        if local_values is not None and not all(isinstance(v, str) for v in local_values.values()):
+            raise TypeError("a frame's locals must map names to repr strings")
         return cls(
             event=Event(event) if event else None,
-            action=data.get("action", ""),
-            locals=data.get("locals"),
-            arg=data.get("arg"),
-            lineno=data.get("lineno"),
-            depth=data.get("depth", 0),
-            function=data.get("function", ""),
-            error=data.get("error"),
-            raw=data.get("raw"),
-            tokens=data.get("tokens", 0),
-            origin=data.get("origin", ""),
+            action=_typed(data, "action", str) or "",
+            locals=local_values,
+            arg=_typed(data, "arg", str),
+            lineno=_typed(data, "lineno", int),
+            depth=_typed(data, "depth", int) or 0,
+            function=_typed(data, "function", str) or "",
+            error=_typed(data, "error", str),
+            raw=_typed(data, "raw", str),
+            tokens=_typed(data, "tokens", int) or 0,
+            origin=_typed(data, "origin", str) or "",
         )
+
+
+def _typed(data: dict, key: str, kind: type):
+    value = data.get(key)
+    if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+        raise TypeError(f"a frame's {key!r} is {type(value).__name__}, not {kind.__name__}")
+    return value
 
 
 class Status(str, enum.Enum):
@@ -188,6 +204,8 @@ class Trace:
 
     @classmethod
     def from_json(cls, data: dict) -> "Trace":
+        if not isinstance(data["frames"], list):
+            raise TypeError("a trace's frames must be a list")
         return cls(
             frames=[Frame.from_json(f) for f in data["frames"]],
             status=TraceStatus.from_json(data["status"]),
