@@ -74,9 +74,10 @@ class PromptScreen(ModalScreen[str | None]):
 
 def go_to_step_screen(rows: int, current: int) -> PromptScreen:
     def check(value: str) -> str | None:
-        if not value.lstrip("-").isdigit():
+        try:  # not str.isdigit: "--3" and "²" pass it and int() refuses them
+            step = int(value)
+        except ValueError:
             return f"type a step number from 0 to {rows - 1}"
-        step = int(value)
         if not -rows <= step < rows:
             return f"there are {rows} steps: type 0 to {rows - 1} (or -1 for the last)"
         return None

@@ -98,7 +98,11 @@ async def test_go_to_step_checks_what_is_typed(strings):
         await pilot.press("9", "9", "9", "enter")
         assert isinstance(app.screen, PromptScreen)  # stays open and says the range
         assert "there are 42 steps" in str(app.screen.query_one("#prompt-hint").render())
-        await pilot.press("backspace", "backspace", "backspace", "minus", "1", "enter")
+        for typed in ("--3", "²", "x"):  # not numbers: the prompt stays open, the app does not crash
+            await pilot.press("ctrl+u", *typed, "enter")
+            assert isinstance(app.screen, PromptScreen)
+            assert "type a step number from 0 to 41" in str(app.screen.query_one("#prompt-hint").render())
+        await pilot.press("ctrl+u", "minus", "1", "enter")
         assert app.debugger.step == 41
         await pilot.press("colon", "escape")
         assert app.debugger.step == 41 and not isinstance(app.screen, PromptScreen)
