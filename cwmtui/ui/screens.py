@@ -207,10 +207,10 @@ class EditLocalsScreen(ModalScreen[dict | None]):
                 yield Label(self.reason or "this session has no live model: edits need one", classes="modal-error")
             with VerticalScroll():
                 for i, (name, value) in enumerate(self.values.items()):
-                    yield Label(name, classes="local-name")
+                    yield Label(name, classes="local-name", markup=False)  # a model-written name
                     yield Input(value, id=f"local-{i}")
             yield Label("enter on the last field or ctrl+s: run the model from this state · esc: cancel",
-                        classes="modal-hint", id="edit-hint")
+                        classes="modal-hint", id="edit-hint", markup=False)  # later lists names
 
     def on_mount(self) -> None:
         inputs = self.query(Input)
@@ -297,7 +297,7 @@ class ErrorScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(self.title_text, classes="modal-title")
-            yield Static(self.message, id="error-message")
+            yield Static(self.message, id="error-message", markup=False)  # paths, exception text
             yield Label("enter or esc: close", classes="modal-hint")
 
     def action_close(self) -> None:

@@ -89,7 +89,7 @@ class TriageScreen(Screen):
         self.shown: list[TriageRow] = []
 
     def compose(self) -> ComposeResult:
-        yield Label("", id="triage-title")
+        yield Label("", id="triage-title", markup=False)  # the title holds the file's path
         yield DataTable(id="triage-table", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
@@ -108,8 +108,9 @@ class TriageScreen(Screen):
         for row in rows:
             kind = Text(row.kind or "—", style="bold red" if row.failed and row.kind else "green")
             output = "—" if row.correct is None else ("right" if row.correct else "wrong")
-            table.add_row(row.id, kind, "str" if row.string_valued else "",
-                          "" if row.step is None else str(row.step), row.status, output, row.entry,
+            # a DataTable reads a str cell as markup: the record's id, status and entry are data
+            table.add_row(Text(row.id), kind, "str" if row.string_valued else "",
+                          "" if row.step is None else str(row.step), Text(row.status), output, Text(row.entry),
                           key=f"{row.line}")
         failures = sum(1 for r in self.rows if r.failed and r.kind)
         what = "all programs" if self.show_all else "failures"

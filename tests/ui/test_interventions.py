@@ -280,3 +280,21 @@ def test_an_intervention_after_the_paths_part_goes_to_the_models_own_frame(inter
     row = next(r for r in range(len(branch)) if branch.steps[r].model_index is None)
     before = max(s.model_index for s in branch.steps[:row] if s.model_index is not None)
     assert branch.model_index_at(row) == before + 1
+
+
+async def test_model_written_names_and_error_text_are_shown_as_written_not_as_markup(interpreter):
+    from .sessions import strings_view
+
+    app = CwmApp(strings_view(interpreter))
+    async with app.run_test(size=SIZE) as pilot:
+        app.push_screen(EditLocalsScreen(3, {"[/b]": "1", "[bold]y": "2"}, True))
+        await pilot.pause()
+        names = [str(label.render()) for label in app.screen.query(".local-name")]
+        assert names == ["[/b]", "[bold]y"]
+        await pilot.press("ctrl+u", "tab", "ctrl+u", "ctrl+s")
+        hint = str(app.screen.query_one("#edit-hint").render())
+        assert hint == "a value cannot be empty: [/b], [bold]y"
+        await pilot.press("escape")
+        app.push_screen(ErrorScreen("no model", "/tmp/[/red]/model: config.json [bold"))
+        await pilot.pause()
+        assert str(app.screen.query_one("#error-message").render()) == "/tmp/[/red]/model: config.json [bold"

@@ -97,3 +97,22 @@ async def test_the_list_key_is_only_there_for_a_list(interpreter):
         await pilot.press("l")
         assert app.screen is app.debugger
         assert app.debugger.check_action("triage", ()) is False
+
+
+async def test_ids_and_paths_are_shown_as_written_not_as_markup(tmp_path):
+    path, records = results_file(tmp_path)
+    records[0]["id"] = "[/b]odd"
+    records[2]["id"] = "[bold]x"
+    where = tmp_path / "[/red]"
+    where.mkdir(parents=True)  # a folder "[" holding "red]"
+    odd = where / "results.jsonl"
+    odd.write_text("".join(json.dumps(r) + "\n" for r in records))
+    triage = ReplayTriage(str(odd), [(i + 1, r) for i, r in enumerate(records)], RolloutOptions(), None)
+    app = CwmApp(opener=triage.start)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, TriageScreen)
+        table = screen.query_one("DataTable")
+        assert sorted(str(table.get_row_at(i)[0]) for i in range(table.row_count)) == ["[/b]odd", "[bold]x"]
+        assert str(screen.query_one("#triage-title").render()).startswith(f"{odd}: 3 programs")
