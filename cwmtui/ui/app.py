@@ -803,12 +803,12 @@ class CwmApp(App):
         view = self.view
         stem = Path(view.program.path).stem if view is not None else "session"
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        base = self.export_dir / f"cwmtui-{stem}-{stamp}"
-        n = 1
-        while base.with_suffix(".json").exists() or base.with_suffix(".svg").exists():
+        name, n = f"cwmtui-{stem}-{stamp}", 1
+        # not with_suffix: for a program 'a.b.py' it would cut the name at 'a.' and loop forever
+        while (self.export_dir / f"{name}.json").exists() or (self.export_dir / f"{name}.svg").exists():
             n += 1
-            base = self.export_dir / f"cwmtui-{stem}-{stamp}-{n}"
-        return base.with_suffix(".json"), base.with_suffix(".svg")
+            name = f"cwmtui-{stem}-{stamp}-{n}"
+        return self.export_dir / f"{name}.json", self.export_dir / f"{name}.svg"
 
     def export_session(self) -> tuple[Path, Path] | None:
         view = self.view

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
@@ -133,6 +134,21 @@ async def test_export_writes_a_session_that_reopens_the_same(strings, tmp_path):
     original = strings.branches[0].comparison
     assert again.first_divergence.to_json() == original.first_divergence.to_json()
     assert [s.kind for s in again.steps] == [s.kind for s in original.steps]
+
+
+async def test_exporting_twice_a_program_with_dots_in_its_name_keeps_both(strings, tmp_path):
+    strings.program = dataclasses.replace(strings.program, path="/somewhere/my.strings.py")
+    app = CwmApp(strings, export_dir=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("x")
+        await pilot.pause()
+        first = app.last_export
+        await pilot.press("x")
+        await pilot.pause()
+        second = app.last_export
+    assert first[0].name.startswith("cwmtui-my.strings-") and first[0].suffix == ".json"
+    assert first != second
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in (*first, *second))
 
 
 async def test_themes_switch_from_the_palette_commands(strings):
