@@ -10,7 +10,7 @@ import time
 import pytest
 
 from cwmtui.cli import main
-from cwmtui.interpreter import Limits, ProgramError, load_program
+from cwmtui.interpreter import Interpreter, Limits, ProgramError, load_program, program_from_source
 from cwmtui.trace import Event, Status
 
 # Small limits, but time enough that on a loaded machine the limit under test comes first;
@@ -479,3 +479,21 @@ def test_the_console_script_survives_a_segfault_and_a_syntax_error(tmp_path):
     run = subprocess.run(["cwmtui", "trace", broken], capture_output=True, text=True, timeout=30)
     assert run.returncode == 2
     assert run.stderr.count("\n") == 1 and "syntax error on line 1" in run.stderr
+
+
+def test_a_frame_callback_that_raises_does_not_leak_frames_into_the_next_trace():
+    loop = program_from_source(
+        "def f():  # << START_OF_TRACE\n    t = 0\n    for i in range(300):\n        t += i\n    return t\n\nf()\n", "loop.py")
+    small = program_from_source("def g():  # << START_OF_TRACE\n    return 7\n\ng()\n", "small.py")
+
+    def fails(frame):
+        if frame.lineno == 4:
+            raise RuntimeError("the callback failed")
+
+    with Interpreter() as interpreter:
+        with pytest.raises(RuntimeError, match="the callback failed"):
+            interpreter.trace(loop, on_frame=fails)
+        trace = interpreter.trace(small)
+    assert trace.status.kind is Status.COMPLETE
+    assert [f.function for f in trace.frames] == ["g", "g", "g"]
+    assert trace.return_value() == "7"

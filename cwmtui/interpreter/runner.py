@@ -198,6 +198,11 @@ class Interpreter:
                     Status.DIED, f"lost contact with the tracer process ({exc})"
                 )
                 return builder.trace()
+            except BaseException:
+                # on_frame raised (or ^C) mid-job: the server still sends this job's records, and
+                # the next trace would read them as its own. A fresh server starts next time.
+                self.close()
+                raise
             if builder.status is None:
                 builder.status = _status_from_end(end, limits)
             return builder.trace()
