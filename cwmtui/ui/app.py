@@ -21,6 +21,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from ..interpreter.program import display_name
 from .branch_view import BranchView, SessionView
 from .commands import StepCommands
 from .output_panel import OutputPanel
@@ -280,8 +281,7 @@ class DebuggerScreen(Screen):
         truth, model = self.query_one("#truth", Timeline), self.query_one("#model", Timeline)
         state = self.query_one("#state", StatePanel)
         if view is not None:
-            name = Path(view.program.path).name if not view.program.path.startswith("<") else view.program.path
-            source.border_title = f"source · {name}"
+            source.border_title = f"source · {display_name(view.program.path)}"
             source.show_source(view.program.source)
             state.set_view(view)
         else:
