@@ -25,7 +25,7 @@ from .analysis.compare import Comparison, compare
 from .analysis.lens import Lens, byte_pieces, token_lens
 from .analysis.recovery import Recovery, recovery, teacher_force
 from .interpreter import Interpreter, Limits, Program
-from .trace import Event, Frame, Trace, render_frames, tokens
+from .trace import Event, Frame, Trace, tokens
 
 FORMAT = "cwmtui-session"
 FORMAT_VERSION = 1
@@ -472,13 +472,6 @@ class DebugSession:
             return cls.from_json(data, backend)
         except SessionError as exc:
             raise SessionError(f"{path}: {exc}") from None
-
-    # -- text ------------------------------------------------------------------------------
-    def branch_text(self, branch: Branch | str) -> str:
-        """A branch's frames in CWM text (what the model saw and wrote after the prompt)."""
-        branch = self.branch(branch) if isinstance(branch, str) else branch
-        ended = branch.status == "ended"
-        return render_frames(branch.frames, end=ended)
 
 
 def _default_options():

@@ -28,10 +28,6 @@ def literal(text: str | None):
         return _UNSET
 
 
-def is_literal(value) -> bool:
-    return value is not _UNSET
-
-
 def type_name(text: str | None) -> str:
     """The type of the value a repr shows: ``str``, ``int``, ``list``, ... (``object`` when unknown)."""
     if text is None:

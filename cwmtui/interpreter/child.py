@@ -56,10 +56,6 @@ _RECURSION_MESSAGE = (
 )
 
 
-class _Stop(BaseException):
-    pass
-
-
 def _write_all(fd: int, *chunks: bytes) -> None:
     """Write every chunk, in one system call when the pipe takes them (no joined copy)."""
     written = os.writev(fd, chunks)

@@ -426,15 +426,6 @@ class DebuggerScreen(Screen):
             return
         self.branch_index = (self.branch_index + direction) % len(view.branches)
 
-    def select_branch(self, name: str) -> None:
-        view = self.view
-        if view is None:
-            return
-        for index, branch in enumerate(view.branches):
-            if branch.name == name:
-                self.branch_index = index
-                return
-
     def action_fold(self) -> None:
         self.query_one("#state", StatePanel).toggle_fold()
 
@@ -716,10 +707,6 @@ class CwmApp(App):
         self.stylesheet.add_source(theme_file.css, read_from=(str(theme_file.path), ""))
         self.theme_file = theme_file
         self.theme = theme_file.theme.name
-
-    @property
-    def theme_name(self) -> str:
-        return self.theme_file.name if self.theme_file else ""
 
     # -- screens ------------------------------------------------------------------------------
     def get_default_screen(self) -> Screen:

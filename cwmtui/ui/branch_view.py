@@ -246,10 +246,6 @@ class BranchView:
     def first_divergence(self) -> Divergence | None:
         return self.comparison.first_divergence
 
-    @property
-    def divergence_rows(self) -> list[int]:
-        return self._divergence_rows
-
     def next_divergence(self, row: int) -> int | None:
         """The start of the next run of divergent rows after ``row``."""
         rows = self._divergence_starts
@@ -456,11 +452,3 @@ class SessionView:
             self._output_steps = [chunk.step for chunk in self.truth.output]
         end = bisect.bisect_right(self._output_steps, truth_index)
         return self.truth.output[:end]
-
-    def new_branch_name(self, at_step: int, kind: str = "override") -> str:
-        base = f"{kind}@{at_step}"
-        name, n = base, 2
-        taken = {b.name for b in self.branches}
-        while name in taken:
-            name, n = f"{base}.{n}", n + 1
-        return name
