@@ -12,6 +12,7 @@ import json
 import sys
 
 from ..interpreter import Interpreter
+from ..analysis.values import printable
 from ..trace import Event, Status, tokens
 from . import UsageError
 from .options import Parser, add_limit_options, check_called, limits_from, program_from, warn
@@ -225,17 +226,17 @@ def _state_text(frame, marked: set[str], style: str, width: int = 48):
     if frame is None:
         return Text("—", style="dim")
     if frame.event is None or frame.error is not None:
-        return Text(f"✗ {frame.error}: {_printable((frame.raw or '')[:width])}", style="bold red")
+        return Text(f"✗ {frame.error}: {printable((frame.raw or '')[:width])}", style="bold red")
     if frame.event in (Event.RETURN, Event.EXCEPTION):
         arrow = "→ " if frame.event is Event.RETURN else "raises "
-        return Text(arrow + _printable(frame.arg or ""), style=style if marked else "")
+        return Text(arrow + printable(frame.arg or ""), style=style if marked else "")
     text = Text()
     for i, (key, value) in enumerate((frame.locals or {}).items()):
         if i:
             text.append(", ")
-        shown = _printable(value if len(value) <= width else value[: width - 1] + "…")
+        shown = printable(value if len(value) <= width else value[: width - 1] + "…")
         hit = key in marked
-        text.append(f"{_printable(key)}=", style=style if hit else "dim")
+        text.append(f"{printable(key)}=", style=style if hit else "dim")
         text.append(shown, style=style if hit else "")
     return text
 
@@ -296,11 +297,6 @@ def diff_table(comparison, show_all: bool = False):
     return table
 
 
-def _printable(text: str) -> str:
-    """Model text as data: control and unprintable characters escaped, never interpreted."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-
-
 def _idx(value) -> str:
     return "—" if value is None else str(value)
 
@@ -309,7 +305,7 @@ def _action(frame) -> str:
     if frame.event is None:
         return "(malformed frame)"
     event = frame.event.value
-    text = _printable(frame.action.rstrip("\n")) if frame.action else ""
+    text = printable(frame.action.rstrip("\n")) if frame.action else ""
     if frame.event is Event.CALL:
         return f"call {text.strip()}"
     if frame.event is Event.RETURN:

@@ -19,6 +19,7 @@ from textual.strip import Strip
 
 from ..trace import Event, Frame
 from ..analysis.compare import StepKind
+from ..analysis.values import printable
 from .branch_view import BranchView
 
 EVENT_MARKS = {Event.CALL: "→", Event.LINE: " ", Event.RETURN: "←", Event.EXCEPTION: "!"}
@@ -29,7 +30,8 @@ VALUE_WIDTH = 28
 
 
 def short(value: str, width: int = VALUE_WIDTH) -> str:
-    value = value.replace("\n", "\\n")
+    # segments go to the terminal as they are: model text must not carry an ESC or a tab there
+    value = printable(value[: width * 4 + 1])
     return value if len(value) <= width else value[: width - 1] + "…"
 
 

@@ -167,3 +167,23 @@ async def test_branch_keys_with_one_branch_say_how_to_make_more(strings):
         await pilot.pause()
         assert app.debugger.branch.name == "main"
         assert any("only one branch" in n.message for n in app._notifications)
+
+
+async def test_control_characters_the_model_wrote_reach_the_screen_escaped(interpreter):
+    from cwmtui.interpreter import load_program
+
+    from .sessions import SAMPLES, model_frames, offline_view, replace_once
+
+    program = load_program(str(SAMPLES / "strings.py"))
+    truth = interpreter.trace(program)
+    step = next(i for i, f in enumerate(truth.frames) if (f.locals or {}).get("rotated") == "'ru'")
+    frames = model_frames(program, truth, replace_once(step, "\"rotated\": \"'ru'\"", "\"rotated\": \"'\\u001b[2J\\tr'\""))
+    assert frames[step].locals["rotated"] == "'\x1b[2J\tr'"
+    app = CwmApp(offline_view(program, truth, frames))
+    async with app.run_test(size=SIZE) as pilot:
+        app.debugger.step = step
+        await pilot.pause()
+        _, model = timelines(app)
+        row = "".join(segment.text for segment in model.render_line(step - int(model.scroll_offset.y)))
+        assert "rotated='\\x1b[2J\\tr'" in row
+        assert "\x1b" not in row and "\t" not in row
