@@ -56,7 +56,7 @@ class Terminal:
         result = subprocess.run([*self.tmux, "capture-pane", "-p", "-t", self.name], capture_output=True, text=True)
         return result.stdout
 
-    def wait_for(self, text: str, timeout: float = 40.0) -> str:
+    def wait_for(self, text: str, timeout: float = 120.0) -> str:  # a loaded 2-core CI box starts slowly
         start = time.monotonic()
         while True:
             screen = self.screen()
