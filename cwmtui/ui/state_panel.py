@@ -12,6 +12,7 @@ from rich.text import Text
 from textual.events import Click
 
 from ..analysis.lens import Lens, byte_pieces, token_lens
+from ..analysis.values import printable
 from .branch_view import KIND_NAMES, BranchView, VariableRow
 from .rendered_panel import RenderedPanel
 
@@ -22,7 +23,7 @@ def _cells(value: str | None, width: int, expanded: bool) -> list[str]:
     """A value in a column ``width`` wide: one line cut with "…", or (expanded) wrapped."""
     if value is None:
         return ["—"]
-    value = value.replace("\n", "\\n")
+    value = printable(value)  # an ESC or tab the model wrote is shown, not sent to the terminal
     if len(value) <= width:
         return [value]
     if not expanded:
@@ -124,7 +125,7 @@ class StatePanel(RenderedPanel):
             expected = _cells(var.expected, value_width, expanded)
             predicted = ["…"] if var.pending else _cells(var.predicted, value_width, expanded)
             height = max(len(expected), len(predicted))
-            name = var.name + (" *" if var.changed else "")
+            name = printable(var.name) + (" *" if var.changed else "")
             if len(name) > name_width:
                 name = name[: name_width - 1] + "…"
             differs = var.differs and not var.absent
@@ -167,7 +168,7 @@ class StatePanel(RenderedPanel):
                      self._style("state--differs" if kind.is_divergence else "state--same"))
         if frame is not None:
             where = f"line {frame.lineno}" if frame.lineno else "line ?"
-            title.append(f" · {frame.function or '?'}() {where}")
+            title.append(f" · {printable(frame.function or '?')}() {where}")
         if model is not None and model.origin in ("forced", "edited"):
             title.append(f" · model frame {model.origin}", self._style("state--changed"))
         rows = branch.variables(row)
@@ -186,7 +187,7 @@ class StatePanel(RenderedPanel):
         divergence = branch.first_divergence
         if divergence is not None and divergence.step == row and divergence.explanation:
             parts.append(Text(""))
-            parts.append(Text(divergence.explanation, style=self._style("state--dim")))
+            parts.append(Text(printable(divergence.explanation), style=self._style("state--dim")))
         return Group(*parts)
 
     def _render_lens(self, name: str, lens: Lens, label: str) -> RenderableType:
@@ -198,7 +199,7 @@ class StatePanel(RenderedPanel):
             for i, piece in enumerate(pieces):
                 if i:
                     text.append("│", self._style("state--dim"))
-                shown = piece.text.replace("\n", "\\n") or "∅"
+                shown = printable(piece.text) or "∅"
                 text.append(shown, self._style("state--lens-differs" if piece.differs else "state--lens-piece"))
             differs = sum(p.differs for p in pieces)
             text.append(f"  ({len(pieces)} pieces, {differs} differ)\n", self._style("state--dim"))

@@ -187,3 +187,6 @@ async def test_control_characters_the_model_wrote_reach_the_screen_escaped(inter
         row = "".join(segment.text for segment in model.render_line(step - int(model.scroll_offset.y)))
         assert "rotated='\\x1b[2J\\tr'" in row
         assert "\x1b" not in row and "\t" not in row
+        state = "\n".join("".join(s.text for s in strip) for strip in app.debugger.query_one("#state")._strips)
+        assert "'\\x1b" in state  # the escape, shown (the narrow column may cut the rest)
+        assert "\x1b" not in state and "\t" not in state
