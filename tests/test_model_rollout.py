@@ -18,7 +18,7 @@ from cwmtui.interpreter import program_from_source  # noqa: E402
 from cwmtui.model import Rollout, RolloutOptions, RolloutStatus  # noqa: E402
 from cwmtui.model.hf import TransformersBackend  # noqa: E402
 from cwmtui.trace import Event, render_frames, split_text, tokens  # noqa: E402
-from cwmtui.trace.render import frames_segments  # noqa: E402
+from cwmtui.trace.render import frames_segments, prompt_segments  # noqa: E402
 
 from .tiny_models import ScriptedBackend, build_tiny_model, script_for  # noqa: E402
 
@@ -373,3 +373,21 @@ def test_rewind_past_the_end_is_refused(scripted, program, truth):
     rollout = Rollout(scripted, program, truth.frames[0])
     with pytest.raises(ValueError):
         rollout.rewind(5)
+
+
+def test_the_models_context_ends_the_rollout_as_budget_exhaustion(model_dir, interpreter):
+    """A model sees only its context: the rollout stops there as budget exhaustion, whatever
+    --token-budget says, and never feeds the model more positions than it has."""
+    source = "def f(n):  # << START_OF_TRACE\n    total = 0\n    for i in range(n):\n        total += i\n    return total\n"
+    program = program_from_source(source, "loop.py", call="f(50)")
+    truth = interpreter.trace(program)
+    with ScriptedBackend(str(model_dir), lean=False) as scripted:
+        scripted.script = script_for(scripted, program, frames_segments(truth.frames, end=True))
+        scripted.context_length = len(scripted.encode_segments(prompt_segments(program.source))) + 300
+        rollout = Rollout(scripted, program, truth.frames[0], RolloutOptions(token_budget=100_000))
+        rollout.run()
+        assert rollout.status is RolloutStatus.BUDGET
+        assert "context of" in rollout.message
+        assert len(rollout.ids) <= scripted.context_length
+        assert 0 < len(rollout.frames) < len(truth.frames)
+        assert [f.action for f in rollout.frames] == [f.action for f in truth.frames[: len(rollout.frames)]]

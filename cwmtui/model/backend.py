@@ -74,6 +74,7 @@ class Backend:
     description: str = ""
     special_ids: dict[str, int]
     can_generate: bool = True
+    context_length: int | None = None  # positions the model can attend over, when known
 
     # -- the protocol ----------------------------------------------------------------------
     def encode(self, text: str) -> list[int]:

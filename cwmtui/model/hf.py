@@ -251,6 +251,7 @@ class TransformersBackend(Backend):
         self.device = model.get_input_embeddings().weight.device
         self.dtype = dtype
         self._eos_ids = self._find_eos_ids()
+        self.context_length = getattr(model.config, "max_position_embeddings", None)
         self._cache = None
         self._cached: list[int] = []  # ids whose keys and values are in the cache
         self._logits = None  # the model's logits after the last cached id

@@ -98,6 +98,7 @@ class Rollout:
         self._compressor = Compressor()
         self._parser = self._new_parser()
         self._ended_by_eos = False
+        self._context_bound = False  # the model's context, not the token budget, limits this frame
         if backend.can_generate:
             self.options = options
             if entry_frame is not None:
@@ -145,6 +146,14 @@ class Rollout:
             self._stop(RolloutStatus.MAX_FRAMES, f"too long: the model wrote {options.max_frames} frames without ending")
             return None
         remaining = options.token_budget - self.tokens_used
+        context = self.backend.context_length
+        self._context_bound = context is not None and context - len(self._ids) < remaining
+        if self._context_bound:
+            # The model cannot see past its context: that is where its budget really ends.
+            remaining = context - len(self._ids)
+            if remaining <= 0:
+                self._stop(RolloutStatus.BUDGET, f"budget exhausted: the model's context of {context} tokens is full")
+                return None
         if remaining <= 0:
             self._stop(RolloutStatus.BUDGET, f"budget exhausted: {self.tokens_used} of {options.token_budget} tokens used")
             return None
@@ -200,10 +209,11 @@ class Rollout:
             return None
         if by_budget:
             self.partial = "".join(self._clean(self.backend.segments(ids)))
-            self._stop(
-                RolloutStatus.BUDGET,
-                f"budget exhausted: {self.tokens_used + len(ids)} of {self.options.token_budget} tokens used",
-            )
+            if self._context_bound:
+                message = f"budget exhausted: the model's context of {self.backend.context_length} tokens is full"
+            else:
+                message = f"budget exhausted: {self.tokens_used + len(ids)} of {self.options.token_budget} tokens used"
+            self._stop(RolloutStatus.BUDGET, message)
             return None
         frame = self._take(ids, ids + [self._frame_sep], f"format error: the frame took more than {limit} tokens")
         self._stop(RolloutStatus.FRAME_LIMIT, f"a frame took more than {limit} tokens")
