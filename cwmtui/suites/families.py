@@ -11,6 +11,9 @@ Written by our own generator (never CRUXEval itself, which is evaluation data):
 - ``story``: programs shaped like the demos in ``samples/`` (a sequence that grows in a
   ``while`` loop, a pipeline of multi-line helpers, parsing with a caught exception in a callee,
   nested digit functions, a letter cipher, swaps in a list), with random names and inputs;
+- ``copy``: straight-line code binding random names to random literals (and copies of them):
+  nothing in the trace can be guessed, only copied from the source or from earlier frames, which
+  is the skill a small model is slowest to find;
 - ``s5`` and ``zoo``: the evaluation generators with any N / depth (training seeds).
 
 ``program(family, seed, index, size)`` draws one; ``size`` (1..5) scales loop lengths and
@@ -24,7 +27,7 @@ import random
 from ..interpreter import cruxeval_program
 from . import SuiteProgram, make_program, rng_for, s5, zoo
 
-FAMILIES = ("crux", "loop", "helper", "exception", "grow", "story", "s5", "zoo")
+FAMILIES = ("crux", "loop", "helper", "exception", "grow", "story", "copy", "s5", "zoo")
 WORDS = ("apple", "sky", "banana", "rose", "hello", "mouse", "grass", "moon", "code", "lemon",
          "stars", "ocean", "tree", "bob", "kiwi", "abc", "xyz", "data", "level", "noon", "river")
 LETTERS = "abcdeilmnorstxyz"
@@ -464,6 +467,52 @@ def story(rng: random.Random, size: int) -> str:
             f"        cups[i], cups[j] = cups[j], cups[i]\n    return ''.join(cups)\n\n{name}({swaps!r})\n")
 
 
+_ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def _random_name(rng: random.Random, taken: set) -> str:
+    import builtins
+    import keyword
+
+    while True:
+        name = rng.choice("abcdefghijklmnopqrstuvwxyz_") + "".join(rng.choices(_ALNUM + "_", k=rng.randint(0, 7)))
+        if name not in taken and not keyword.iskeyword(name) and not hasattr(builtins, name):
+            taken.add(name)
+            return name
+
+
+def copy_lines(rng: random.Random, size: int) -> str:
+    taken: set = {"f"}
+    bound: list[tuple[str, str]] = []
+    lines = []
+    for _ in range(rng.randint(2, 4 + 3 * size)):
+        name = _random_name(rng, taken) if not bound or rng.random() < 0.8 else rng.choice(bound)[0]
+        r = rng.random()
+        strs = [b for b in bound if b[1] == "str"]
+        if r < 0.35:
+            text = "".join(rng.choices(_ALNUM + "  -.", k=rng.randint(1, 14)))
+            lines.append(f"    {name} = {text!r}")
+            kind = "str"
+        elif r < 0.55:
+            lines.append(f"    {name} = {rng.randint(-999, 99999)}")
+            kind = "int"
+        elif r < 0.65:
+            lines.append(f"    {name} = {[rng.randint(0, 99) for _ in range(rng.randint(0, 4))]!r}")
+            kind = "list"
+        elif r < 0.85 and bound:
+            other, kind = rng.choice(bound)
+            lines.append(f"    {name} = {other}")
+        elif strs:
+            other, kind = rng.choice(strs)
+            lines.append(f"    {name} = {other} + {''.join(rng.choices(_ALNUM, k=rng.randint(1, 5)))!r}")
+        else:
+            lines.append(f"    {name} = {rng.random() < 0.5}")
+            kind = "bool"
+        bound = [b for b in bound if b[0] != name] + [(name, kind)]
+    ret = rng.choice(bound)[0]
+    return "def f():  # << START_OF_TRACE\n" + "\n".join(lines) + f"\n    return {ret}\n\nf()\n"
+
+
 def program(family: str, seed: int, index: int, size: int = 2) -> SuiteProgram:
     """One training program of ``family``; ``size`` in 1..5 scales its length."""
     rng = rng_for("train", family, seed, index)
@@ -481,7 +530,7 @@ def program(family: str, seed: int, index: int, size: int = 2) -> SuiteProgram:
         code, args = crux(rng, size)
         p = cruxeval_program(code, args, path=f"<{pid}>")
         return SuiteProgram(p.path, p.source, p.entry, p.entry_line, p.entry_firstlineno, p.call, id=pid, meta=meta)
-    source = {"loop": looped, "helper": helper, "grow": grow, "story": story,
+    source = {"loop": looped, "helper": helper, "grow": grow, "story": story, "copy": copy_lines,
               "exception": lambda r, s: (excepting if r.random() < 0.7 else callee_raises)(r, s)}[family](rng, size)
     source, call = _split_call(source)
     return make_program(source, call, pid, meta)

@@ -20,7 +20,7 @@ CARD_SEED = 7
 FAMILY_SEED = -7
 META_S5 = {8: 100, 16: 80, 32: 40, 64: 0, 128: 0}
 META_STRING_NESTING = {1: 90, 2: 75, 3: 58, 4: 39, 5: 25}
-TRAIN_FAMILIES = ("crux", "loop", "helper", "exception", "grow", "story", "s5", "zoo")
+TRAIN_FAMILIES = ("crux", "loop", "helper", "exception", "grow", "story", "copy", "s5", "zoo")
 
 
 def pct(x: float) -> str:
@@ -120,7 +120,8 @@ def render(path: str, m: dict) -> str:
         "S5 permutation swaps with any N, zoo compositions (8 types, depth 1-5, nested and flattened),",
         "CRUXEval-style functions over str/list/dict methods (our own generator, in the CRUXEval",
         "wrapper), loops with counters and accumulators, helper calls, caught exceptions, and",
-        "programs whose state grows, and programs shaped like the demos in `samples/`. Each is traced by `cwmtui.interpreter`, rendered as",
+        "programs whose state grows, programs shaped like the demos in `samples/`, and straight-line code "
+        "binding random names to random literals (only copying predicts it). Each is traced by `cwmtui.interpreter`, rendered as",
         "`prompt + frames + <|end_of_text|>`; the entry CALL frame belongs to the prompt and the",
         "loss covers the frames after it. Length curriculum: documents up to 768 tokens, then",
         "1536, 2560 and 4096.",

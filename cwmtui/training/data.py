@@ -18,7 +18,8 @@ from ..trace import Status
 from .documents import PAD_ID, Document, document
 
 #: family -> weight in the training mix
-MIX = {"s5": 0.18, "zoo": 0.18, "crux": 0.13, "loop": 0.11, "helper": 0.1, "exception": 0.1, "grow": 0.1, "story": 0.1}
+MIX = {"s5": 0.16, "zoo": 0.16, "crux": 0.11, "loop": 0.1, "helper": 0.08, "exception": 0.08, "grow": 0.08,
+       "story": 0.08, "copy": 0.15}
 LIMITS = Limits(frames=600, seconds=2.0)
 
 
