@@ -211,3 +211,13 @@ def test_curriculum_lengthens_documents():
     curriculum = Curriculum()
     lengths = [curriculum.at(t)[0] for t in (0, 5_000_000, 20_000_000, 10**9)]
     assert lengths == sorted(lengths) and lengths[0] < 1024 and lengths[-1] == 4096
+
+
+def test_learning_rate_anneals_from_the_decay_start():
+    from cwmtui.training.loop import TrainOptions, learning_rate
+
+    opts = TrainOptions(lr=3e-3, min_lr=3e-4, warmup=10, decay_tokens=10_000_000, decay_start=20_000_000)
+    assert learning_rate(opts, 0, 0) < learning_rate(opts, 9, 0) == 3e-3  # warm-up
+    assert learning_rate(opts, 500, 15_000_000) == 3e-3  # constant before the decay
+    assert 3e-4 < learning_rate(opts, 500, 25_000_000) < 3e-3
+    assert learning_rate(opts, 500, 40_000_000) == pytest.approx(3e-4)

@@ -42,6 +42,7 @@ def build_parser() -> Parser:
     parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate")
     parser.add_argument("--min-lr", type=float, default=3e-4)
     parser.add_argument("--decay-tokens", type=float, metavar="N", help="cosine-decay the learning rate to --min-lr over N tokens seen (default: constant)")
+    parser.add_argument("--decay-start", type=float, default=0, metavar="T", help="begin the decay at T tokens seen ('-1' with --resume: now), for an annealing phase")
     parser.add_argument("--threads", type=int, default=2, help="most torch threads on CPU (the loop picks 1..N, whichever trains faster on the shared machine)")
     parser.add_argument("--workers", type=int, default=1, help="processes generating and tracing programs (raise it on a GPU)")
     parser.add_argument("--checkpoint-minutes", type=float, default=5.0, metavar="M")
@@ -89,6 +90,7 @@ def run(args) -> int:
         size=args.size, device=args.device, seed=args.seed, minutes=args.minutes, steps=args.steps,
         batch_tokens=args.batch_tokens, micro_tokens=args.micro_tokens or args.batch_tokens,
         lr=args.lr, min_lr=args.min_lr, decay_tokens=int(args.decay_tokens) if args.decay_tokens else None,
+        decay_start=int(args.decay_start),
         checkpoint_minutes=args.checkpoint_minutes, threads=args.threads, resume=args.resume,
         workers=max(1, args.workers), eval_minutes=max(0.0, args.eval_minutes),
     )

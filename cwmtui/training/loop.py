@@ -30,6 +30,7 @@ class TrainOptions:
     min_lr: float = 3e-4
     warmup: int = 100
     decay_tokens: int | None = None  # cosine decay to min_lr over this many tokens (None: constant)
+    decay_start: int = 0  # tokens seen when the decay begins (an annealing phase of a long run)
     weight_decay: float = 0.1
     checkpoint_minutes: float = 5.0
     eval_minutes: float = 10.0  # follow held-out exact match this often (0: never)
@@ -45,7 +46,7 @@ def learning_rate(opts: TrainOptions, step: int, tokens: int) -> float:
         return opts.lr * (step + 1) / opts.warmup
     if not opts.decay_tokens:
         return opts.lr
-    frac = min(1.0, tokens / opts.decay_tokens)
+    frac = min(1.0, max(0.0, (tokens - opts.decay_start) / opts.decay_tokens))
     return opts.min_lr + 0.5 * (opts.lr - opts.min_lr) * (1 + math.cos(math.pi * frac))
 
 
@@ -215,6 +216,8 @@ def train(opts: TrainOptions) -> dict:
         torch.set_rng_state(ckpt["rng"]["torch"])
         random.setstate(ckpt["rng"]["python"])
         opts.seed = ckpt["options"]["seed"]
+        if opts.decay_start < 0:  # "from here": the decay starts at the tokens seen so far
+            opts.decay_start = state["tokens"]
     else:
         ckpt = None
         model = build_model(opts.size, opts.seed)
@@ -346,7 +349,8 @@ def export_checkpoint(checkpoint: str, out_dir: str) -> dict:
             "loss_tokens": state["loss_tokens"], "train_seconds": round(state["seconds"]),
             "seed": ckpt["options"]["seed"], "parameters": sum(p.numel() for p in model.parameters()),
             "lr": ckpt["options"]["lr"], "batch_tokens": ckpt["options"]["batch_tokens"],
-            "decay_tokens": ckpt["options"].get("decay_tokens"), "runs": state.get("runs", 1),
+            "decay_tokens": ckpt["options"].get("decay_tokens"), "decay_start": ckpt["options"].get("decay_start", 0),
+            "runs": state.get("runs", 1),
             "loss_curve": loss_curve(checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint))}
     export(model, out_dir, info)
     return info
