@@ -152,6 +152,47 @@ def test_train_checkpoint_resume_and_export(tmp_path):
     assert info["step"] == 3 and info["size"] == "tiny"
 
 
+def test_init_warm_starts_from_exported_weights_and_continues_the_count(tmp_path):
+    import torch
+
+    from cwmtui.cli import main
+    from cwmtui.training.loop import load_checkpoint, warm_start
+    from cwmtui.training.model import build_model, export
+
+    source = build_model("tiny", seed=3)
+    exported = str(tmp_path / "exported")
+    export(source, exported, {"step": 40, "tokens": 50_000, "loss_tokens": 30_000, "train_seconds": 12, "runs": 2,
+                              "loss_curve": [[0.02, 2.5], [0.05, 1.9]]})
+    fresh = build_model("tiny", seed=4)
+    assert warm_start(fresh, exported)["tokens"] == 50_000
+    ids = torch.tensor([[259, 260, 72, 105]])
+    with torch.no_grad():  # bf16 storage: the warm start reproduces the exported (rounded) weights
+        expected = build_model("tiny", seed=3).to(torch.bfloat16).to(torch.float32)(input_ids=ids).logits
+        assert torch.allclose(fresh(input_ids=ids).logits, expected, atol=1e-5)
+    out = str(tmp_path / "run")
+    assert main(["train", "--init", exported, "--out", out, "--steps", "41", "--size", "tiny",
+                 "--batch-tokens", "1024", "--threads", "1", "--eval-minutes", "0"]) == 0
+    state = load_checkpoint(out)["state"]
+    assert state["step"] == 41 and state["tokens"] > 50_000 and state["runs"] == 3
+    lines = [json.loads(line) for line in open(os.path.join(out, "metrics.jsonl"))]
+    assert [m["tokens"] for m in lines[:2]] == [20_000, 50_000]  # the exported history, then the new step
+
+
+def test_train_init_rejects_a_directory_without_weights(tmp_path, capsys):
+    from cwmtui.cli import main
+
+    assert main(["train", "--init", str(tmp_path)]) == 2
+    assert "no model.safetensors" in capsys.readouterr().err
+
+
+def test_cpu_training_stays_fp32_unless_asked():
+    from cwmtui.training.loop import TrainOptions, use_bf16
+
+    assert not use_bf16(TrainOptions(device="cpu"))
+    assert use_bf16(TrainOptions(device="cuda"))
+    assert use_bf16(TrainOptions(device="cpu", precision="bf16"))
+
+
 def test_train_rejects_a_missing_checkpoint(tmp_path, capsys):
     from cwmtui.cli import main
 

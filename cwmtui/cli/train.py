@@ -16,6 +16,7 @@ EXAMPLES = """examples:
   nice -n 10 cwmtui train --resume runs/main           # continue where it stopped
   cwmtui train --resume runs/main --export bundled     # export the checkpoint as the bundled model
   cwmtui train --card                                  # measure the bundled model, write MODEL_CARD.md
+  nice -n 10 cwmtui train --init bundled --out runs/more  # keep training the bundled model (no checkpoint needed)
   cwmtui train --resume runs/main --device cuda --minutes 8 --batch-tokens 65536 --workers 12
                                                        # a few minutes on a GPU, then --export
 """
@@ -34,6 +35,8 @@ def build_parser() -> Parser:
     parser.add_argument("--minutes", type=float, metavar="M", help="stop cleanly after M minutes and save")
     parser.add_argument("--steps", type=int, metavar="N", help="stop after step N (counted over all runs)")
     parser.add_argument("--resume", metavar="DIR", help="continue from the checkpoint in DIR")
+    parser.add_argument("--init", metavar="DIR", help="start from the weights of an exported model directory ('bundled': the package's model) with a fresh optimizer; the token count continues")
+    parser.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto", help="auto: bf16 autocast on CUDA, fp32 on CPU (bf16 is emulated, ~12x slower, on CPUs without bf16 units)")
     parser.add_argument("--size", choices=sorted(SIZES), default="small", help="model shape (default small)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--seed", type=int, default=0)
@@ -42,7 +45,7 @@ def build_parser() -> Parser:
     parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate")
     parser.add_argument("--min-lr", type=float, default=3e-4)
     parser.add_argument("--decay-tokens", type=float, metavar="N", help="cosine-decay the learning rate to --min-lr over N tokens seen (default: constant)")
-    parser.add_argument("--decay-start", type=float, default=0, metavar="T", help="begin the decay at T tokens seen ('-1' with --resume: now), for an annealing phase")
+    parser.add_argument("--decay-start", type=float, default=0, metavar="T", help="begin the decay at T tokens seen ('-1': now, the tokens seen so far), for an annealing phase")
     parser.add_argument("--threads", type=int, default=2, help="most torch threads on CPU (the loop picks 1..N, whichever trains faster on the shared machine)")
     parser.add_argument("--workers", type=int, default=1, help="processes generating and tracing programs (raise it on a GPU)")
     parser.add_argument("--checkpoint-minutes", type=float, default=5.0, metavar="M")
@@ -83,6 +86,12 @@ def run(args) -> int:
             raise UsageError("--device cuda: no CUDA device here")
     if args.resume and not os.path.exists(os.path.join(args.resume, "checkpoint.pt")):
         raise UsageError(f"{args.resume}: no checkpoint.pt to resume from")
+    if args.init == "bundled":
+        args.init = BUNDLED
+    if args.init and args.resume:
+        raise UsageError("--init starts a new run from exported weights; --resume continues a checkpoint: use one")
+    if args.init and not os.path.exists(os.path.join(args.init, "model.safetensors")):
+        raise UsageError(f"{args.init}: no model.safetensors to start from")
     if args.minutes is not None and args.minutes <= 0:
         raise UsageError("--minutes must be positive")
     opts = TrainOptions(
@@ -91,7 +100,7 @@ def run(args) -> int:
         batch_tokens=args.batch_tokens, micro_tokens=args.micro_tokens or args.batch_tokens,
         lr=args.lr, min_lr=args.min_lr, decay_tokens=int(args.decay_tokens) if args.decay_tokens else None,
         decay_start=int(args.decay_start),
-        checkpoint_minutes=args.checkpoint_minutes, threads=args.threads, resume=args.resume,
+        checkpoint_minutes=args.checkpoint_minutes, threads=args.threads, resume=args.resume, init=args.init, precision=args.precision,
         workers=max(1, args.workers), eval_minutes=max(0.0, args.eval_minutes),
     )
     train(opts)

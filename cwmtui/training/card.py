@@ -130,7 +130,7 @@ def render(path: str, m: dict) -> str:
         "",
         f"- steps: {info.get('step', '?')}; tokens seen: {info.get('tokens', 0) / 1e6:.1f}M "
         f"({info.get('loss_tokens', 0) / 1e6:.1f}M under the loss); training time: "
-        f"{info.get('train_seconds', 0) / 3600:.1f} h of compute on 2 shared CPU cores (bf16 autocast); seed {info.get('seed', '?')}",
+        f"{info.get('train_seconds', 0) / 3600:.1f} h of compute on 2 shared CPU cores ({precision_phases(info)}); seed {info.get('seed', '?')}",
         f"- AdamW (0.9, 0.95), weight decay 0.1, peak learning rate {info.get('lr', '?')} after 100 warm-up steps"
         + (f", cosine decay to a tenth over {info['decay_tokens'] / 1e6:.0f}M tokens from {info.get('decay_start', 0) / 1e6:.0f}M"
            if info.get("decay_tokens") else "")
@@ -182,6 +182,15 @@ def render(path: str, m: dict) -> str:
               "arXiv 2602.07672): S5 free-running 100/80/40/0/0% at N = 8..128; string nesting 90/75/58/39/25%",
               "at depth 1..5. Regenerate this card with `cwmtui train --card`.", ""]
     return "\n".join(lines)
+
+
+def precision_phases(info: dict) -> str:
+    """'bf16 autocast' or 'bf16 autocast to 10.7M tokens, then fp32' from the export record."""
+    phases = info.get("precision") or [[0, "bf16 autocast"]]
+    parts = [phases[0][1]]
+    for tokens, name in phases[1:]:
+        parts.append(f"to {tokens / 1e6:.1f}M tokens, then {name}")
+    return " ".join(parts)
 
 
 def write_card(path: str, count: int = 20) -> str:
