@@ -86,3 +86,41 @@ def test_a_name_that_is_not_a_string_in_locals_does_not_kill_the_trace(interpret
     assert trace.status.kind is Status.COMPLETE
     assert trace.frames[-1].arg == "4"
     assert trace.frames[-2].locals == {"x": "1", "<Key object>": "2", "y": "3"}
+
+
+def test_plain_values_show_the_reprs_the_program_would_print(interpreter):
+    # frames whose locals are all str/int/float/bool/None/complex/bytes travel as values and get
+    # their reprs in the parent: they must read exactly as repr() in the program
+    trace = run(interpreter, """\
+        class Loud(str):
+            def __repr__(self):
+                return 'Loud!'
+        def f():  # << START_OF_TRACE
+            a, b, c, d, e, g = 'it\\'s "x"\\n', -7, 0.1 + 0.2, None, True, 2 - 1.5j
+            h = b'\\x00\\xff'
+            big = 10 ** 5000
+            loud = Loud('quiet')
+            return 1
+        f()
+        """)
+    assert trace.status.kind is Status.COMPLETE
+    by_line = {frame.lineno: frame.locals for frame in trace.frames if frame.event is Event.LINE}
+    assert by_line[6] == {"a": repr('it\'s "x"\n'), "b": "-7", "c": repr(0.1 + 0.2), "d": "None", "e": "True",
+                          "g": "(2-1.5j)"}
+    assert by_line[7]["h"] == repr(b"\x00\xff")
+    assert by_line[8]["big"] == "<int object: repr raised ValueError>"
+    assert by_line[9]["loud"] == "Loud!"  # a str subclass keeps its own __repr__
+
+
+def test_recursion_caught_inside_the_entry_ends_the_trace_at_the_limit_also_without_arguments(interpreter):
+    trace = run(interpreter, """\
+        def deep():
+            return deep()
+        def f():  # << START_OF_TRACE
+            try:
+                deep()
+            except RecursionError:
+                return "caught"
+        f()
+        """)
+    assert (trace.status.kind, trace.status.limit) == (Status.LIMIT, "recursion")

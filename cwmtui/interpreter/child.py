@@ -44,6 +44,14 @@ _PRELOAD = ("re", "collections", "itertools", "functools", "math", "string", "js
             "datetime", "textwrap", "typing", "dataclasses", "enum")
 
 _in_repr = False  # read by the watchdog thread
+#: Exact types whose values are immutable, marshal as themselves and repr the same in any
+#: CPython 3.11 process. A frame whose locals are all of these is recorded as a copy of its
+#: locals dict (one C call) and the parent writes the reprs (``plain_reprs``); any other frame
+#: sends its names and the reprs made here. The program's process, the one the time limit
+#: counts, is spared the reprs, and marshal sends a value that stays the same (a name bound to
+#: 'a' for a thousand lines) once, as a back-reference after that.
+SIMPLE_TYPES = frozenset((str, int, float, bool, type(None), complex, bytes))
+_simple = SIMPLE_TYPES.issuperset
 _exit = os._exit  # the real one: run_job wraps os._exit for the program
 # The instructions a frame returns normally by (a return event elsewhere is an exception
 # leaving the frame: CPython passes None as the value in both cases).
@@ -113,6 +121,29 @@ class Recorder:
         os._exit(0)
 
 
+def _deeper(levels: int) -> None:
+    """Go ``levels`` Python calls deeper and back: at a call event, the tracer trips the recursion
+    limit a few levels before the program does, so it ends the trace itself (``too_deep``) instead
+    of failing inside CPython's trace call, which would switch tracing off for the rest of the run."""
+    if levels:
+        _deeper(levels - 1)
+
+
+def plain_reprs(values) -> list[str]:
+    """The reprs of values of ``SIMPLE_TYPES``, as the child's tracer writes them (a huge int's
+    repr raises ValueError in 3.11, which the child shows as a placeholder)."""
+    try:
+        return [*map(repr, values)]
+    except ValueError:
+        out = []
+        for value in values:
+            try:
+                out.append(repr(value))
+            except ValueError as exc:
+                out.append(f"<{type(value).__qualname__} object: repr raised {type(exc).__name__}>")
+        return out
+
+
 def _plain(value):
     """The record as data marshal takes: str subclasses made plain, and anything else that is
     not plain data (a name the program put into ``locals()``) shown by its type."""
@@ -120,6 +151,8 @@ def _plain(value):
         return tuple(_plain(v) for v in value)
     if isinstance(value, list):
         return [_plain(v) for v in value]
+    if isinstance(value, dict):  # a copy of the locals
+        return {_plain(k): _plain(v) for k, v in value.items()}
     if isinstance(value, str):
         return str.__str__(value)
     if value is None or type(value) in (int, float, bool):
@@ -262,11 +295,14 @@ def run_job(job: dict, fd: int) -> None:
                 count += 1
                 if count >= next_check:
                     checkpoint()
-                loc = frame.f_locals
-                keys = (*loc,)
-                if keys != last_keys:
-                    last_keys = keys
-                append((LINE, frame.f_lineno, last_keys, reprs(loc.values())))
+                snap = frame.f_locals.copy()
+                if _simple(map(type, snap.values())):
+                    append((LINE, frame.f_lineno, snap))
+                else:
+                    keys = (*snap,)
+                    if keys != last_keys:
+                        last_keys = keys
+                    append((LINE, frame.f_lineno, last_keys, reprs(snap.values())))
             elif event == "return":
                 count += 1
                 if count >= next_check:
@@ -308,14 +344,18 @@ def run_job(job: dict, fd: int) -> None:
         elif code.co_filename != filename:
             return None
         try:
+            _deeper(3)
             count += 1
             if count >= next_check:
                 checkpoint()
-            loc = frame.f_locals
-            keys = (*loc,)
-            if keys != last_keys:
-                last_keys = keys
-            append((CALL, frame.f_lineno, code.co_name, last_keys, reprs(loc.values())))
+            snap = frame.f_locals.copy()
+            if _simple(map(type, snap.values())):
+                append((CALL, frame.f_lineno, code.co_name, snap))
+            else:
+                keys = (*snap,)
+                if keys != last_keys:
+                    last_keys = keys
+                append((CALL, frame.f_lineno, code.co_name, last_keys, reprs(snap.values())))
         except RecursionError:
             too_deep()
         return local

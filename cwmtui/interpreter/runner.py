@@ -69,10 +69,15 @@ class TraceBuilder:
         on_frame = self._on_frame
         line, call, ret, exc = Event.LINE, Event.CALL, Event.RETURN, Event.EXCEPTION
         LINE, CALL, RETURN, EXCEPTION = child.LINE, child.CALL, child.RETURN, child.EXCEPTION
+        plain_reprs = child.plain_reprs
         for record in records:
             kind = record[0]
             if kind == LINE:
-                _, lineno, keys, values = record
+                if len(record) == 3:  # a copy of the locals, all of child.SIMPLE_TYPES: repr them here
+                    _, lineno, keys = record
+                    values = plain_reprs(keys.values())
+                else:
+                    _, lineno, keys, values = record
                 if _ADDRESS_MARK in "".join(values):
                     values = map(clean_repr, values)
                 frame = Frame(
@@ -85,7 +90,11 @@ class TraceBuilder:
                     stack[-1] if stack else "?",
                 )
             elif kind == CALL:
-                _, lineno, name, keys, values = record
+                if len(record) == 4:
+                    _, lineno, name, keys = record
+                    values = plain_reprs(keys.values())
+                else:
+                    _, lineno, name, keys, values = record
                 if _ADDRESS_MARK in "".join(values):
                     values = map(clean_repr, values)
                 frame = Frame(
