@@ -34,6 +34,28 @@ def test_trace_matches_golden_text(traces, name):
     assert render_frames(trace.frames, end=True) == goldens.expected_text(name)
 
 
+def test_the_pure_python_tracer_records_the_same_traces(traces):
+    # the C line tracer (when built) and the pure-Python one behind it must agree frame for frame
+    from cwmtui.interpreter import Interpreter
+
+    with Interpreter(accelerated=False) as pure:
+        for name in NAMES:
+            program, trace = traces[name]
+            again = pure.trace(program)
+            assert again.frames == trace.frames, name
+            assert again.status == trace.status, name
+
+
+def test_the_c_line_tracer_is_built_where_a_compiler_was_at_hand():
+    import shutil
+
+    from cwmtui.interpreter import child
+
+    if shutil.which("gcc") is None and shutil.which("cc") is None:
+        pytest.skip("no C compiler: the pure-Python tracer runs alone")
+    assert child._LineTracer is not None, "pip install -e . builds cwmtui/interpreter/_linetrace.c"
+
+
 def _has_special_literal(program, trace) -> bool:
     """Does literal special-token text occur in the program or its values? Then only the
     segment form is unambiguous (spec §1.1: prompts go to a model as ids, not text)."""

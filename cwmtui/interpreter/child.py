@@ -7,7 +7,9 @@ the parent (marshal batches over a pipe, flushed every few hundred frames and ev
 a crash loses at most the last few milliseconds and a long suite pays no interpreter start-up
 per program. The parent (``runner.py``) turns the records into :class:`~cwmtui.trace.Frame`.
 
-Records (tuples): ``(0, lineno, co_name, keys, reprs)`` call, ``(1, lineno, keys, reprs)`` line,
+Records (tuples): ``(0, lineno, co_name, keys, reprs)`` call, ``(1, lineno, keys, reprs)`` line
+(or ``(0, lineno, co_name, locals)`` and ``(1, lineno, locals)``, a copy of the locals dict, when
+every value is of ``SIMPLE_TYPES``: the parent writes those reprs),
 ``(2, lineno, repr)`` return, ``(3, lineno, repr)`` exception, ``(4, stream, text)`` output
 written through ``sys.stdout``/``sys.stderr``, ``(5, status, limit, message)`` end.
 """
@@ -29,6 +31,30 @@ import threading
 import time
 import types
 
+
+
+def _load_line_tracer():
+    """The line-event hot path in C (cwmtui/interpreter/_linetrace.c), built beside this file
+    when the install had a C compiler; None otherwise. Loaded by path: the fork server runs this
+    file as a script, outside the package."""
+    import importlib.machinery
+    import importlib.util
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = os.path.join(here, "_linetrace" + suffix)
+        if os.path.exists(path):
+            try:
+                spec = importlib.util.spec_from_file_location("cwmtui.interpreter._linetrace", path)
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                return module.LineTracer
+            except ImportError:  # built for another Python
+                return None
+    return None
+
+
+_LineTracer = _load_line_tracer()
 CALL, LINE, RETURN, EXCEPTION, OUTPUT, END = range(6)
 _HEADER = struct.Struct("<I")
 _FLUSH_EVERY = 512  # frames between flushes (besides the watchdog's every _FLUSH_SECONDS)...
@@ -358,7 +384,14 @@ def run_job(job: dict, fd: int) -> None:
                 append((CALL, frame.f_lineno, code.co_name, last_keys, reprs(snap.values())))
         except RecursionError:
             too_deep()
-        return local
+        return tracer
+
+    # Each traced frame gets `tracer`: `local` itself, or the C LineTracer that records plain
+    # line events the way `local` does (in the `count` cell they share) and hands it the rest.
+    tracer = local
+    if _LineTracer is not None and not os.environ.get("CWMTUI_PURE_TRACER"):
+        cells = dict(zip(local.__code__.co_freevars, local.__closure__))
+        tracer = _LineTracer(local, records, cells["count"], cells["next_check"], LINE)
 
     budget = [limits["output"]]
     sys.stdout = Capture(recorder, 0, budget)

@@ -149,8 +149,12 @@ class TraceBuilder:
 class Interpreter:
     """Runs programs under the tracer. One fork server serves many programs (a whole suite)."""
 
-    def __init__(self, python: str | None = None) -> None:
+    def __init__(self, python: str | None = None, accelerated: bool = True) -> None:
+        """``python``: the interpreter that runs programs (default: this one). ``accelerated``:
+        record plain line events in C when the optional extension is built (the pure-Python
+        tracer records the same trace, slower)."""
         self._python = python or sys.executable
+        self._accelerated = accelerated
         self._process: subprocess.Popen | None = None
         self._lock = threading.Lock()
         self.warning = version_warning()
@@ -179,6 +183,8 @@ class Interpreter:
         if self._process is None or self._process.poll() is not None:
             env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
             env.pop("PYTHONSTARTUP", None)
+            if not self._accelerated:
+                env["CWMTUI_PURE_TRACER"] = "1"
             self._process = subprocess.Popen(
                 [self._python, child.__file__],
                 stdin=subprocess.PIPE,

@@ -1,0 +1,261 @@
+/* The tracer's hot path in C: a frame's local trace function that records line events.
+ *
+ * child.run_job's Python function `local` handles every event; this object stands in for it
+ * as a frame's trace function and does the common case itself: a "line" event below the next
+ * checkpoint whose locals are all plain immutable values (child.SIMPLE_TYPES). It records
+ * (LINE, lineno, copy of the locals) exactly as `local` does, and counts the frame in the
+ * `count` cell `local` shares with the rest of run_job. Anything else (another event, a
+ * checkpoint, a value to repr) goes to `local` unchanged, so the two record the same trace.
+ *
+ * Built as an optional extension: without a C compiler cwmtui falls back to `local` alone.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+#include <stddef.h>
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *fallback;   /* run_job's `local(frame, event, arg)` */
+    PyObject *records;    /* the Recorder's list */
+    PyObject *count;      /* cell: frames recorded so far */
+    PyObject *next_check; /* cell: the count at which `local` must run (flush, frame limit) */
+    PyObject *line_kind;  /* child.LINE */
+    PyObject *line_event; /* the interned "line" CPython passes as the event */
+    Py_ssize_t handled;   /* line events recorded here (for tests and benchmarks) */
+} LineTracer;
+
+static int
+is_simple(PyObject *value)
+{
+    PyTypeObject *t = Py_TYPE(value);
+    return t == &PyUnicode_Type || t == &PyLong_Type || t == &PyFloat_Type || t == &PyBool_Type
+        || value == Py_None || t == &PyComplex_Type || t == &PyBytes_Type;
+}
+
+static PyObject *
+call_fallback(LineTracer *self, PyObject *const *args, size_t nargsf)
+{
+    PyObject *result = PyObject_Vectorcall(self->fallback, args, nargsf, NULL);
+    if (result == NULL) {
+        return NULL;
+    }
+    if (result == Py_None) {  /* `local` let go of the frame */
+        return result;
+    }
+    Py_DECREF(result);
+    Py_INCREF(self);
+    return (PyObject *)self;
+}
+
+/* Record the line event here; 1: done, 0: `local` must handle it, -1: error. */
+static int
+record_line(LineTracer *self, PyObject *frame)
+{
+    PyObject *count = PyCell_GET(self->count);
+    PyObject *next_check = PyCell_GET(self->next_check);
+    if (count == NULL || next_check == NULL || !PyLong_CheckExact(count) || !PyLong_CheckExact(next_check)) {
+        return 0;
+    }
+    int overflow = 0;
+    long long now = PyLong_AsLongLongAndOverflow(count, &overflow);
+    if (overflow || now == -1) {
+        return 0;
+    }
+    long long check = PyLong_AsLongLongAndOverflow(next_check, &overflow);
+    if (overflow || check == -1 || now + 1 >= check) {
+        return 0;
+    }
+    PyObject *locals = PyFrame_GetLocals((PyFrameObject *)frame);
+    if (locals == NULL) {
+        return -1;
+    }
+    if (!PyDict_CheckExact(locals)) {
+        Py_DECREF(locals);
+        return 0;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(locals, &pos, &key, &value)) {
+        if (!is_simple(value)) {
+            Py_DECREF(locals);
+            return 0;
+        }
+    }
+    PyObject *snap = PyDict_Copy(locals);
+    Py_DECREF(locals);
+    if (snap == NULL) {
+        return -1;
+    }
+    PyObject *lineno = PyLong_FromLong(PyFrame_GetLineNumber((PyFrameObject *)frame));
+    if (lineno == NULL) {
+        Py_DECREF(snap);
+        return -1;
+    }
+    PyObject *record = PyTuple_New(3);
+    if (record == NULL) {
+        Py_DECREF(snap);
+        Py_DECREF(lineno);
+        return -1;
+    }
+    Py_INCREF(self->line_kind);
+    PyTuple_SET_ITEM(record, 0, self->line_kind);
+    PyTuple_SET_ITEM(record, 1, lineno);
+    PyTuple_SET_ITEM(record, 2, snap);
+    int failed = PyList_Append(self->records, record);
+    Py_DECREF(record);
+    if (failed) {
+        return -1;
+    }
+    PyObject *next = PyLong_FromLongLong(now + 1);
+    if (next == NULL) {
+        return -1;
+    }
+    PyCell_SET(self->count, next);  /* steals `next`; the cell held `count` */
+    Py_DECREF(count);
+    self->handled++;
+    return 1;
+}
+
+static PyObject *
+LineTracer_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    LineTracer *self = (LineTracer *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames == NULL && nargs == 3 && args[1] == self->line_event && PyFrame_Check(args[0])) {
+        int done = record_line(self, args[0]);
+        if (done < 0) {  /* out of memory, say: `local` meets it again and ends the trace its way */
+            PyErr_Clear();
+        }
+        else if (done) {
+            Py_INCREF(self);
+            return (PyObject *)self;
+        }
+    }
+    if (kwnames != NULL) {
+        PyErr_SetString(PyExc_TypeError, "LineTracer takes no keyword arguments");
+        return NULL;
+    }
+    return call_fallback(self, args, nargsf);
+}
+
+static PyObject *
+LineTracer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *names[] = {"fallback", "records", "count", "next_check", "line_kind", NULL};
+    PyObject *fallback, *records, *count, *next_check, *line_kind;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!O!O!O:LineTracer", names, &fallback, &PyList_Type, &records,
+                                     &PyCell_Type, &count, &PyCell_Type, &next_check, &line_kind)) {
+        return NULL;
+    }
+    if (!PyCallable_Check(fallback)) {
+        PyErr_SetString(PyExc_TypeError, "fallback must be callable");
+        return NULL;
+    }
+    LineTracer *self = (LineTracer *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->line_event = PyUnicode_InternFromString("line");
+    if (self->line_event == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->vectorcall = LineTracer_vectorcall;
+    Py_INCREF(fallback);
+    self->fallback = fallback;
+    Py_INCREF(records);
+    self->records = records;
+    Py_INCREF(count);
+    self->count = count;
+    Py_INCREF(next_check);
+    self->next_check = next_check;
+    Py_INCREF(line_kind);
+    self->line_kind = line_kind;
+    self->handled = 0;
+    return (PyObject *)self;
+}
+
+static int
+LineTracer_traverse(LineTracer *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->fallback);
+    Py_VISIT(self->records);
+    Py_VISIT(self->count);
+    Py_VISIT(self->next_check);
+    Py_VISIT(self->line_kind);
+    return 0;
+}
+
+static int
+LineTracer_clear(LineTracer *self)
+{
+    Py_CLEAR(self->fallback);
+    Py_CLEAR(self->records);
+    Py_CLEAR(self->count);
+    Py_CLEAR(self->next_check);
+    Py_CLEAR(self->line_kind);
+    Py_CLEAR(self->line_event);
+    return 0;
+}
+
+static void
+LineTracer_dealloc(LineTracer *self)
+{
+    PyObject_GC_UnTrack(self);
+    LineTracer_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+LineTracer_get_handled(LineTracer *self, void *closure)
+{
+    return PyLong_FromSsize_t(self->handled);
+}
+
+static PyGetSetDef LineTracer_getset[] = {
+    {"handled", (getter)LineTracer_get_handled, NULL, "line events recorded in C", NULL},
+    {NULL},
+};
+
+static PyTypeObject LineTracerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "cwmtui.interpreter._linetrace.LineTracer",
+    .tp_basicsize = sizeof(LineTracer),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A frame's trace function: records plain line events, hands the rest to `fallback`.",
+    .tp_new = LineTracer_new,
+    .tp_dealloc = (destructor)LineTracer_dealloc,
+    .tp_traverse = (traverseproc)LineTracer_traverse,
+    .tp_clear = (inquiry)LineTracer_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(LineTracer, vectorcall),
+    .tp_getset = LineTracer_getset,
+};
+
+static struct PyModuleDef linetrace_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "cwmtui.interpreter._linetrace",
+    .m_doc = "The tracer's line-event hot path (optional; cwmtui runs without it).",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC
+PyInit__linetrace(void)
+{
+    if (PyType_Ready(&LineTracerType) < 0) {
+        return NULL;
+    }
+    PyObject *module = PyModule_Create(&linetrace_module);
+    if (module == NULL) {
+        return NULL;
+    }
+    Py_INCREF(&LineTracerType);
+    if (PyModule_AddObject(module, "LineTracer", (PyObject *)&LineTracerType) < 0) {
+        Py_DECREF(&LineTracerType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}
