@@ -250,6 +250,26 @@ def test_segfault_is_reported_and_earlier_frames_survive(interpreter, tmp_path, 
     assert one_line(err) == "cwmtui: trace died: the program was killed by SIGSEGV"
 
 
+def test_a_segfault_keeps_the_frames_just_before_it(interpreter, tmp_path):
+    from cwmtui.interpreter import child
+
+    if child._linetrace is None:
+        pytest.skip("the C helpers are not built: frames of the last 50 ms before a crash are lost")
+    path = write(tmp_path, """\
+        import ctypes
+        def f():  # << START_OF_TRACE
+            x = 1
+            y = x + 1
+            ctypes.string_at(0)
+
+        f()
+        """)
+    result, _ = trace(interpreter, path)
+    assert result.status.message == "the program was killed by SIGSEGV"
+    assert [(f.action.strip(), f.locals) for f in result.frames[1:]] == [
+        ("x = 1", {}), ("y = x + 1", {"x": "1"}), ("ctypes.string_at(0)", {"x": "1", "y": "2"})]
+
+
 def test_the_program_switching_the_tracer_off_is_not_complete(interpreter, tmp_path):
     path = write(tmp_path, """\
         import sys

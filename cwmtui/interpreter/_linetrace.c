@@ -11,8 +11,11 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <string.h>
 #include <frameobject.h>
+#include <signal.h>
 #include <stddef.h>
+#include <unistd.h>
 
 typedef struct {
     PyObject_HEAD
@@ -234,11 +237,63 @@ static PyTypeObject LineTracerType = {
     .tp_getset = LineTracer_getset,
 };
 
+/* A crash (a segfault in a ctypes call, say) would lose the records not yet flushed. On a fatal
+ * signal, this handler calls the recorder's flush once, then lets the signal take the process as
+ * it would have. Running Python in a signal handler is a last resort: an alarm ends the process
+ * if the flush cannot finish (a lock held, a heap in ruins), and a second fault in the flush
+ * meets the default action (SA_RESETHAND), so the parent still sees the signal. */
+static PyObject *fatal_flush = NULL;
+static volatile sig_atomic_t fatal_running = 0;
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+
+static void
+fatal_handler(int sig)
+{
+    if (!fatal_running && fatal_flush != NULL) {
+        fatal_running = 1;
+        alarm(2);
+        PyGILState_Ensure();  /* never released: the process ends below */
+        PyObject *result = PyObject_CallNoArgs(fatal_flush);
+        Py_XDECREF(result);
+        PyErr_Clear();
+    }
+    raise(sig);  /* the handler was reset: the default action now */
+}
+
+static PyObject *
+flush_on_fatal_signal(PyObject *module, PyObject *callable)
+{
+    if (!PyCallable_Check(callable)) {
+        PyErr_SetString(PyExc_TypeError, "flush_on_fatal_signal takes a callable");
+        return NULL;
+    }
+    Py_INCREF(callable);
+    Py_XSETREF(fatal_flush, callable);
+    struct sigaction action;
+    memset(&action, 0, sizeof(action));
+    action.sa_handler = fatal_handler;
+    action.sa_flags = SA_RESETHAND | SA_NODEFER;
+    sigemptyset(&action.sa_mask);
+    for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++) {
+        if (sigaction(fatal_signals[i], &action, NULL) != 0) {
+            return PyErr_SetFromErrno(PyExc_OSError);
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef linetrace_methods[] = {
+    {"flush_on_fatal_signal", flush_on_fatal_signal, METH_O,
+     "Call `flush()` once when the process gets SIGSEGV, SIGBUS, SIGFPE or SIGILL, then die of it."},
+    {NULL},
+};
+
 static struct PyModuleDef linetrace_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "cwmtui.interpreter._linetrace",
     .m_doc = "The tracer's line-event hot path (optional; cwmtui runs without it).",
     .m_size = -1,
+    .m_methods = linetrace_methods,
 };
 
 PyMODINIT_FUNC

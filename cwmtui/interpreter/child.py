@@ -34,7 +34,8 @@ import types
 
 
 def _load_line_tracer():
-    """The line-event hot path in C (cwmtui/interpreter/_linetrace.c), built beside this file
+    """The C helpers (cwmtui/interpreter/_linetrace.c: the line-event hot path, a flush on a
+    fatal signal), built beside this file
     when the install had a C compiler; None otherwise. Loaded by path: the fork server runs this
     file as a script, outside the package."""
     import importlib.machinery
@@ -48,13 +49,14 @@ def _load_line_tracer():
                 spec = importlib.util.spec_from_file_location("cwmtui.interpreter._linetrace", path)
                 module = importlib.util.module_from_spec(spec)
                 spec.loader.exec_module(module)
-                return module.LineTracer
+                return module
             except ImportError:  # built for another Python
                 return None
     return None
 
 
-_LineTracer = _load_line_tracer()
+_linetrace = _load_line_tracer()
+_LineTracer = _linetrace.LineTracer if _linetrace is not None else None
 CALL, LINE, RETURN, EXCEPTION, OUTPUT, END = range(6)
 _HEADER = struct.Struct("<I")
 _FLUSH_EVERY = 512  # frames between flushes (besides the watchdog's every _FLUSH_SECONDS)...
@@ -389,9 +391,10 @@ def run_job(job: dict, fd: int) -> None:
     # Each traced frame gets `tracer`: `local` itself, or the C LineTracer that records plain
     # line events the way `local` does (in the `count` cell they share) and hands it the rest.
     tracer = local
-    if _LineTracer is not None and not os.environ.get("CWMTUI_PURE_TRACER"):
+    if _linetrace is not None and not os.environ.get("CWMTUI_PURE_TRACER"):
         cells = dict(zip(local.__code__.co_freevars, local.__closure__))
         tracer = _LineTracer(local, records, cells["count"], cells["next_check"], LINE)
+        _linetrace.flush_on_fatal_signal(recorder.flush)  # a segfault keeps what was recorded
 
     budget = [limits["output"]]
     sys.stdout = Capture(recorder, 0, budget)
