@@ -361,6 +361,41 @@ def parent_side(repeat: int) -> None:
     print(f"  parent / child            {(loads + build) / child_cpu:8.2f}x")
 
 
+E2E_SCRIPT = """
+import sys, time
+sys.path.insert(0, {bench!r})
+import tracer as B
+from cwmtui.interpreter import Interpreter, Limits, program_from_source
+program = program_from_source(B.s5_source(rounds=150), "s5.py")
+with Interpreter() as it:
+    it.trace(program, Limits(frames=50_000))
+    best = float("inf")
+    for _ in range({repeat}):
+        began = time.perf_counter()
+        trace = it.trace(program, Limits(frames=50_000))
+        best = min(best, time.perf_counter() - began)
+print(len(trace.frames), best)
+"""
+
+
+def end_to_end(repeat: int, trees: list[str]) -> None:
+    """What a caller waits for: Interpreter.trace() of a ~19,000-frame S5 run, records turned
+    into Frames included (child and parent at work together), for this checkout and for each
+    --tree (another checkout, e.g. a git worktree of an older commit), one after the other."""
+    import subprocess
+
+    print("\nend to end: Interpreter.trace() of S5 (128 swaps x 150), wall ms, best of", repeat)
+    script = E2E_SCRIPT.format(bench=str(Path(__file__).resolve().parent), repeat=repeat)
+    for tree in [str(Path(__file__).resolve().parent.parent), *trees]:
+        env = dict(os.environ, PYTHONPATH=tree)
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, cwd=tree)
+        if out.returncode != 0:
+            print(f"  {tree}: failed ({out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode})")
+            continue
+        frames, best = out.stdout.split()
+        print(f"  {tree:40s} {float(best) * 1000:8.1f} ms   {int(frames):,} frames")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="tracer overhead inside the child")
     parser.add_argument("--repeat", type=int, default=7, help="runs per tracer for S5 and the list")
@@ -368,7 +403,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--crux-limit", type=int, default=None, help="only the first N CRUXEval programs")
     parser.add_argument("--child", action="append", default=[], metavar="PATH",
                         help="also time another child.py (e.g. an older version), side by side")
-    parser.add_argument("--only", default="s5,crux,grow,parent", help="workloads to run (default: all)")
+    parser.add_argument("--only", default="s5,crux,grow,parent,e2e", help="workloads to run (default: all)")
+    parser.add_argument("--tree", action="append", default=[], metavar="DIR",
+                        help="another checkout (e.g. `git worktree add /tmp/old COMMIT`) for the end-to-end figure")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -387,6 +424,8 @@ def main(argv: list[str] | None = None) -> int:
         figures[name] = report(name, run_worker(jobs, repeat, children), kinds)
     if "parent" in args.only.split(","):
         parent_side(args.repeat)
+    if "e2e" in args.only.split(","):
+        end_to_end(args.repeat, args.tree)
     print("\ntargets: <= 10x floor on S5 and CRUXEval; <= 1.2x naive on the growing list (CPU time)")
     for name, ratios in figures.items():
         for kind, (x_floor, x_naive) in ratios.items():

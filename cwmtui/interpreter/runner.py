@@ -22,6 +22,7 @@ from .program import Program
 _HEADER = struct.Struct("<I")
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _ADDRESS_MARK = " at 0x"
+_plain_locals = child._linetrace.plain_locals if child._linetrace is not None else None
 REFERENCE_VERSION = (3, 11)
 
 
@@ -58,6 +59,21 @@ class TraceBuilder:
         self.status: TraceStatus | None = None
         self._stack: list[str] = []
         self._on_frame = on_frame
+        self._previous: tuple[dict, dict] | None = None  # the last plain record and its locals
+
+    def _plain_locals(self, snap: dict) -> dict:
+        """{name: repr} for a plain record (a copy of the locals, all of child.SIMPLE_TYPES)."""
+        previous = self._previous
+        resolved = None
+        if _plain_locals is not None:  # C: reuses the previous record's reprs of the same objects
+            resolved = _plain_locals(snap, *previous) if previous else _plain_locals(snap, None, None)
+        if resolved is None:
+            values = child.plain_reprs(snap.values())
+            if _ADDRESS_MARK in "".join(values):
+                values = map(clean_repr, values)
+            resolved = dict(zip(snap, values))
+        self._previous = (snap, resolved)
+        return resolved
 
     def add_records(self, records: list) -> None:
         # Hot: a 10,000-frame trace passes 10,000 records through this loop, so names are bound
@@ -69,21 +85,22 @@ class TraceBuilder:
         on_frame = self._on_frame
         line, call, ret, exc = Event.LINE, Event.CALL, Event.RETURN, Event.EXCEPTION
         LINE, CALL, RETURN, EXCEPTION = child.LINE, child.CALL, child.RETURN, child.EXCEPTION
-        plain_reprs = child.plain_reprs
+        plain_locals = self._plain_locals
         for record in records:
             kind = record[0]
             if kind == LINE:
                 if len(record) == 3:  # a copy of the locals, all of child.SIMPLE_TYPES: repr them here
-                    _, lineno, keys = record
-                    values = plain_reprs(keys.values())
+                    _, lineno, snap = record
+                    resolved = plain_locals(snap)
                 else:
                     _, lineno, keys, values = record
-                if _ADDRESS_MARK in "".join(values):
-                    values = map(clean_repr, values)
+                    if _ADDRESS_MARK in "".join(values):
+                        values = map(clean_repr, values)
+                    resolved = dict(zip(keys, values))
                 frame = Frame(
                     line,
                     actions[lineno - 1] if 1 <= lineno <= count else "\n",
-                    dict(zip(keys, values)),
+                    resolved,
                     None,
                     lineno,
                     len(stack) - 1,
@@ -91,16 +108,17 @@ class TraceBuilder:
                 )
             elif kind == CALL:
                 if len(record) == 4:
-                    _, lineno, name, keys = record
-                    values = plain_reprs(keys.values())
+                    _, lineno, name, snap = record
+                    resolved = plain_locals(snap)
                 else:
                     _, lineno, name, keys, values = record
-                if _ADDRESS_MARK in "".join(values):
-                    values = map(clean_repr, values)
+                    if _ADDRESS_MARK in "".join(values):
+                        values = map(clean_repr, values)
+                    resolved = dict(zip(keys, values))
                 frame = Frame(
                     call,
                     actions[lineno - 1] if 1 <= lineno <= count else "\n",
-                    dict(zip(keys, values)),
+                    resolved,
                     None,
                     lineno,
                     len(stack),
