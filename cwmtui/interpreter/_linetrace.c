@@ -5,7 +5,7 @@
  * checkpoint whose locals are all plain immutable values (child.SIMPLE_TYPES). It records
  * (LINE, lineno, copy of the locals) exactly as `local` does, and counts the frame in the
  * `count` cell `local` shares with the rest of run_job. Anything else (another event, a
- * checkpoint, a value to repr) goes to `local` unchanged, so the two record the same trace.
+ * checkpoint, a value to repr) goes to `local` unchanged; the parent turns both kinds of record into the same frames.
  *
  * Built as an optional extension: without a C compiler cwmtui falls back to `local` alone.
  */
@@ -26,6 +26,7 @@ typedef struct {
     PyObject *next_check; /* cell: the count at which `local` must run (flush, frame limit) */
     PyObject *line_kind;  /* child.LINE */
     PyObject *line_event; /* the interned "line" CPython passes as the event */
+    PyObject *last_keys;  /* the names tuple of the last record made here */
     Py_ssize_t handled;   /* line events recorded here (for tests and benchmarks) */
 } LineTracer;
 
@@ -78,7 +79,8 @@ record_line(LineTracer *self, PyObject *frame)
         Py_DECREF(locals);
         return 0;
     }
-    Py_ssize_t pos = 0;
+    Py_ssize_t size = PyDict_GET_SIZE(locals);
+    Py_ssize_t pos = 0, i = 0;
     PyObject *key, *value;
     while (PyDict_Next(locals, &pos, &key, &value)) {
         if (!is_simple(value)) {
@@ -86,26 +88,58 @@ record_line(LineTracer *self, PyObject *frame)
             return 0;
         }
     }
-    PyObject *snap = PyDict_Copy(locals);
-    Py_DECREF(locals);
-    if (snap == NULL) {
+    /* (LINE, lineno, names, values): the names tuple of the previous record when they are the
+     * same (marshal then sends a back-reference), the values themselves (the parent reprs them) */
+    PyObject *keys = self->last_keys;
+    int same = keys != NULL && PyTuple_GET_SIZE(keys) == size;
+    PyObject *values = PyTuple_New(size);
+    if (values == NULL) {
+        Py_DECREF(locals);
         return -1;
     }
+    pos = 0;
+    while (PyDict_Next(locals, &pos, &key, &value)) {
+        if (same && PyTuple_GET_ITEM(keys, i) != key) {
+            same = 0;
+        }
+        Py_INCREF(value);
+        PyTuple_SET_ITEM(values, i, value);
+        i++;
+    }
+    if (!same) {
+        keys = PyTuple_New(size);
+        if (keys == NULL) {
+            Py_DECREF(values);
+            Py_DECREF(locals);
+            return -1;
+        }
+        pos = 0;
+        i = 0;
+        while (PyDict_Next(locals, &pos, &key, &value)) {
+            Py_INCREF(key);
+            PyTuple_SET_ITEM(keys, i, key);
+            i++;
+        }
+        Py_XSETREF(self->last_keys, keys);
+    }
+    Py_DECREF(locals);
     PyObject *lineno = PyLong_FromLong(PyFrame_GetLineNumber((PyFrameObject *)frame));
     if (lineno == NULL) {
-        Py_DECREF(snap);
+        Py_DECREF(values);
         return -1;
     }
-    PyObject *record = PyTuple_New(3);
+    PyObject *record = PyTuple_New(4);
     if (record == NULL) {
-        Py_DECREF(snap);
+        Py_DECREF(values);
         Py_DECREF(lineno);
         return -1;
     }
     Py_INCREF(self->line_kind);
     PyTuple_SET_ITEM(record, 0, self->line_kind);
     PyTuple_SET_ITEM(record, 1, lineno);
-    PyTuple_SET_ITEM(record, 2, snap);
+    Py_INCREF(self->last_keys);
+    PyTuple_SET_ITEM(record, 2, self->last_keys);
+    PyTuple_SET_ITEM(record, 3, values);
     int failed = PyList_Append(self->records, record);
     Py_DECREF(record);
     if (failed) {
@@ -188,6 +222,7 @@ LineTracer_traverse(LineTracer *self, visitproc visit, void *arg)
     Py_VISIT(self->count);
     Py_VISIT(self->next_check);
     Py_VISIT(self->line_kind);
+    Py_VISIT(self->last_keys);
     return 0;
 }
 
@@ -200,6 +235,7 @@ LineTracer_clear(LineTracer *self)
     Py_CLEAR(self->next_check);
     Py_CLEAR(self->line_kind);
     Py_CLEAR(self->line_event);
+    Py_CLEAR(self->last_keys);
     return 0;
 }
 
@@ -282,42 +318,57 @@ flush_on_fatal_signal(PyObject *module, PyObject *callable)
     Py_RETURN_NONE;
 }
 
-/* The parent's side of a plain record: the locals dict {name: repr} of a copy of the locals
- * whose values are all plain immutable values. A value that is the very object of the same name
+/* The parent's side of a plain record: {name: repr} for names and values (tuples) of a frame
+ * whose values are all plain immutable values. With the previous plain record's names, values
+ * and result: where the names are the same, a value that is the very object at the same place
  * in the previous record (marshal keeps one object per object within a batch, and the previous
  * record is held, so its objects cannot share an address with new ones) takes the repr already
- * made for it: equal value and type, equal repr. S5-like traces change two of seven values a
- * line. None when a repr fails or holds an address (" at 0x"): the caller's Python path takes
+ * made: equal value and type, equal repr. S5-like traces change two of seven values a line.
+ * None when a repr fails or may hold an address (" at 0x"): the caller's Python path takes
  * those. */
 static PyObject *address_mark = NULL;
 
 static PyObject *
 plain_locals(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3 || !PyDict_CheckExact(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "plain_locals(snapshot, previous snapshot, previous locals)");
+    if (nargs != 5 || !PyTuple_CheckExact(args[0]) || !PyTuple_CheckExact(args[1])
+        || PyTuple_GET_SIZE(args[0]) != PyTuple_GET_SIZE(args[1])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "plain_locals(names, values, previous names, previous values, previous locals)");
         return NULL;
     }
-    PyObject *snap = args[0];
-    PyObject *prev_snap = PyDict_CheckExact(args[1]) && PyDict_CheckExact(args[2]) ? args[1] : NULL;
-    PyObject *prev_locals = args[2];
+    PyObject *keys = args[0], *values = args[1];
+    Py_ssize_t size = PyTuple_GET_SIZE(keys);
+    PyObject *prev_values = NULL, *prev_locals = NULL;
+    if (PyTuple_CheckExact(args[2]) && PyTuple_CheckExact(args[3]) && PyDict_CheckExact(args[4])
+        && PyTuple_GET_SIZE(args[3]) == size) {
+        int same = args[2] == keys;
+        if (!same) {
+            same = PyObject_RichCompareBool(args[2], keys, Py_EQ);
+            if (same < 0) {
+                PyErr_Clear();
+                same = 0;
+            }
+        }
+        if (same) {
+            prev_values = args[3];
+            prev_locals = args[4];
+        }
+    }
     PyObject *out = PyDict_New();
     if (out == NULL) {
         return NULL;
     }
-    Py_ssize_t pos = 0;
-    PyObject *key, *value;
-    while (PyDict_Next(snap, &pos, &key, &value)) {
+    for (Py_ssize_t i = 0; i < size; i++) {
+        PyObject *key = PyTuple_GET_ITEM(keys, i);
+        PyObject *value = PyTuple_GET_ITEM(values, i);
         PyObject *text = NULL;
-        if (prev_snap != NULL) {
-            PyObject *before = PyDict_GetItemWithError(prev_snap, key);
-            if (before == value) {
-                text = PyDict_GetItemWithError(prev_locals, key);
-                Py_XINCREF(text);
-            }
+        if (prev_values != NULL && PyTuple_GET_ITEM(prev_values, i) == value) {
+            text = PyDict_GetItemWithError(prev_locals, key);
             if (text == NULL && PyErr_Occurred()) {
                 goto give_up;
             }
+            Py_XINCREF(text);
         }
         if (text == NULL) {
             text = PyObject_Repr(value);
@@ -345,7 +396,7 @@ give_up:
 
 static PyMethodDef linetrace_methods[] = {
     {"plain_locals", (PyCFunction)(void (*)(void))plain_locals, METH_FASTCALL,
-     "plain_locals(snapshot, previous snapshot, previous locals) -> {name: repr} or None"},
+     "plain_locals(names, values, previous names, previous values, previous locals) -> {name: repr} or None"},
     {"flush_on_fatal_signal", flush_on_fatal_signal, METH_O,
      "Call `flush()` once when the process gets SIGSEGV, SIGBUS, SIGFPE or SIGILL, then die of it."},
     {NULL},

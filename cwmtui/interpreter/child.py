@@ -9,7 +9,8 @@ per program. The parent (``runner.py``) turns the records into :class:`~cwmtui.t
 
 Records (tuples): ``(0, lineno, co_name, keys, reprs)`` call, ``(1, lineno, keys, reprs)`` line
 (or ``(0, lineno, co_name, locals)`` and ``(1, lineno, locals)``, a copy of the locals dict, when
-every value is of ``SIMPLE_TYPES``: the parent writes those reprs),
+every value is of ``SIMPLE_TYPES``, and ``(1, lineno, keys, values)`` with a tuple of those values
+from the C line tracer: the parent writes those reprs),
 ``(2, lineno, repr)`` return, ``(3, lineno, repr)`` exception, ``(4, stream, text)`` output
 written through ``sys.stdout``/``sys.stderr``, ``(5, status, limit, message)`` end.
 """

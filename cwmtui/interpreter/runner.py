@@ -61,18 +61,19 @@ class TraceBuilder:
         self._on_frame = on_frame
         self._previous: tuple[dict, dict] | None = None  # the last plain record and its locals
 
-    def _plain_locals(self, snap: dict) -> dict:
-        """{name: repr} for a plain record (a copy of the locals, all of child.SIMPLE_TYPES)."""
+    def _plain_locals(self, keys: tuple, values: tuple) -> dict:
+        """{name: repr} for a plain record: the names and values of a frame whose values are all
+        of child.SIMPLE_TYPES (the child sends those values, not their reprs)."""
         previous = self._previous
         resolved = None
         if _plain_locals is not None:  # C: reuses the previous record's reprs of the same objects
-            resolved = _plain_locals(snap, *previous) if previous else _plain_locals(snap, None, None)
+            resolved = _plain_locals(keys, values, *previous) if previous else _plain_locals(keys, values, None, None, None)
         if resolved is None:
-            values = child.plain_reprs(snap.values())
-            if _ADDRESS_MARK in "".join(values):
-                values = map(clean_repr, values)
-            resolved = dict(zip(snap, values))
-        self._previous = (snap, resolved)
+            reprs = child.plain_reprs(values)
+            if _ADDRESS_MARK in "".join(reprs):
+                reprs = map(clean_repr, reprs)
+            resolved = dict(zip(keys, reprs))
+        self._previous = (keys, values, resolved)
         return resolved
 
     def add_records(self, records: list) -> None:
@@ -91,12 +92,15 @@ class TraceBuilder:
             if kind == LINE:
                 if len(record) == 3:  # a copy of the locals, all of child.SIMPLE_TYPES: repr them here
                     _, lineno, snap = record
-                    resolved = plain_locals(snap)
+                    resolved = plain_locals((*snap,), (*snap.values(),))
                 else:
                     _, lineno, keys, values = record
-                    if _ADDRESS_MARK in "".join(values):
-                        values = map(clean_repr, values)
-                    resolved = dict(zip(keys, values))
+                    if type(values) is tuple:  # the values themselves (the C line tracer)
+                        resolved = plain_locals(keys, values)
+                    else:
+                        if _ADDRESS_MARK in "".join(values):
+                            values = map(clean_repr, values)
+                        resolved = dict(zip(keys, values))
                 frame = Frame(
                     line,
                     actions[lineno - 1] if 1 <= lineno <= count else "\n",
@@ -109,7 +113,7 @@ class TraceBuilder:
             elif kind == CALL:
                 if len(record) == 4:
                     _, lineno, name, snap = record
-                    resolved = plain_locals(snap)
+                    resolved = plain_locals((*snap,), (*snap.values(),))
                 else:
                     _, lineno, name, keys, values = record
                     if _ADDRESS_MARK in "".join(values):
