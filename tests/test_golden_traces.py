@@ -7,6 +7,8 @@ The .cwm files were read frame by frame against the spec's rules (§3 events, §
 
 import json
 
+import os
+
 import pytest
 
 from cwmtui.trace import Event, parse_trace, render_frames, render_trace, tokens
@@ -51,8 +53,11 @@ def test_the_c_line_tracer_is_built_where_a_compiler_was_at_hand():
 
     from cwmtui.interpreter import child
 
-    if shutil.which("gcc") is None and shutil.which("cc") is None:
-        pytest.skip("no C compiler: the pure-Python tracer runs alone")
+    import sysconfig
+
+    headers = os.path.join(sysconfig.get_paths()["include"], "Python.h")
+    if (shutil.which("gcc") is None and shutil.which("cc") is None) or not os.path.exists(headers):
+        pytest.skip("no C compiler or Python headers: the pure-Python tracer runs alone")
     assert child._LineTracer is not None, "pip install -e . builds cwmtui/interpreter/_linetrace.c"
 
 

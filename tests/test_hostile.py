@@ -517,3 +517,66 @@ def test_a_frame_callback_that_raises_does_not_leak_frames_into_the_next_trace()
     assert trace.status.kind is Status.COMPLETE
     assert [f.function for f in trace.frames] == ["g", "g", "g"]
     assert trace.return_value() == "7"
+
+
+def test_finalizers_that_grow_the_locals_while_a_line_is_recorded(interpreter, tmp_path):
+    # a garbage collection inside the tracer may run a __del__ that adds locals to the traced
+    # frame: the trace must stay whole (the C line tracer once wrote past its tuple here)
+    names = ", ".join(f"v{i}" for i in range(25))
+    path = write(tmp_path, f"""\
+        import gc, sys
+        class Cycle:
+            def __init__(self):
+                self.me = self
+            def __del__(self):
+                frame = sys._getframe(1)
+                for i in range(40):
+                    frame.f_locals[f"extra{{i}}"] = i
+        def f():  # << START_OF_TRACE
+            {names} = range(25)
+            for k in range(300):
+                Cycle()
+            return v24
+        gc.set_threshold(1)
+        f()
+        """)
+    result, _ = trace(interpreter, path)
+    assert result.status.kind is Status.COMPLETE, result.status.describe()
+    assert result.frames[-1].arg == "24"
+
+
+def test_bytes_and_complex_survive_a_batch_that_needed_plain_data(interpreter, tmp_path):
+    # a str subclass written to stdout makes the batch fall back to plain data: values stay values
+    path = write(tmp_path, """\
+        import sys
+        class S(str):
+            pass
+        def f():  # << START_OF_TRACE
+            b, c = b'hi', 2j
+            sys.stdout.write(S('x'))
+            return 1
+        f()
+        """)
+    result, _ = trace(interpreter, path)
+    assert result.status.kind is Status.COMPLETE
+    assert result.frames[-1].locals == {"b": "b'hi'", "c": "2j"} or result.frames[-2].locals == {"b": "b'hi'", "c": "2j"}
+
+
+def test_a_segfault_in_a_thread_while_the_main_thread_computes_is_still_a_segfault(interpreter, tmp_path):
+    path = write(tmp_path, """\
+        import ctypes, threading
+        def crash():
+            ctypes.memset(0, 1, 1)
+        def f():  # << START_OF_TRACE
+            x = 1
+            threading.Thread(target=crash).start()
+            total = sum(range(10 ** 9))
+            return total
+        f()
+        """)
+    result, _ = trace(interpreter, path)
+    assert result.status.kind is Status.DIED
+    # sum() holds the GIL in C for seconds, so the flush may not get to run: the frames not yet
+    # sent can be lost, but the process still dies of its own signal, at once
+    assert result.status.message == "the program was killed by SIGSEGV"
+    assert [f.action.strip() for f in result.frames[:2]] in (["def f():", "x = 1"], ["def f():"], [])

@@ -3,7 +3,7 @@
  * child.run_job's Python function `local` handles every event; this object stands in for it
  * as a frame's trace function and does the common case itself: a "line" event below the next
  * checkpoint whose locals are all plain immutable values (child.SIMPLE_TYPES). It records
- * (LINE, lineno, copy of the locals) exactly as `local` does, and counts the frame in the
+ * (LINE, lineno, names, values) for the parent to repr, and counts the frame in the
  * `count` cell `local` shares with the rest of run_job. Anything else (another event, a
  * checkpoint, a value to repr) goes to `local` unchanged; the parent turns both kinds of record into the same frames.
  *
@@ -13,9 +13,14 @@
 #include <Python.h>
 #include <string.h>
 #include <frameobject.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <unistd.h>
+
+/* child.py loads this module only when its ABI is the one it was written for: a stale build
+ * (the .so is rebuilt by `pip install -e .`, not by editing this file) is left unused. */
+#define LINETRACE_ABI 4
 
 typedef struct {
     PyObject_HEAD
@@ -53,22 +58,34 @@ call_fallback(LineTracer *self, PyObject *const *args, size_t nargsf)
     return (PyObject *)self;
 }
 
-/* Record the line event here; 1: done, 0: `local` must handle it, -1: error. */
+/* The count cell's value, or -1 when it is not a plain int. */
+static long long
+cell_count(PyObject *cell)
+{
+    PyObject *value = PyCell_GET(cell);
+    if (value == NULL || !PyLong_CheckExact(value)) {
+        return -1;
+    }
+    int overflow = 0;
+    long long n = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (overflow || n < 0) {
+        PyErr_Clear();
+        return -1;
+    }
+    return n;
+}
+
+/* Record the line event here; 1: done, 0: `local` must handle it, -1: error.
+ *
+ * Everything that allocates a GC-tracked object (and so may run a collection, finalizers, and
+ * through them any code, the frame's locals included) happens before the pass over the locals
+ * or is followed by a check that the locals are still what was read. */
 static int
 record_line(LineTracer *self, PyObject *frame)
 {
-    PyObject *count = PyCell_GET(self->count);
-    PyObject *next_check = PyCell_GET(self->next_check);
-    if (count == NULL || next_check == NULL || !PyLong_CheckExact(count) || !PyLong_CheckExact(next_check)) {
-        return 0;
-    }
-    int overflow = 0;
-    long long now = PyLong_AsLongLongAndOverflow(count, &overflow);
-    if (overflow || now == -1) {
-        return 0;
-    }
-    long long check = PyLong_AsLongLongAndOverflow(next_check, &overflow);
-    if (overflow || check == -1 || now + 1 >= check) {
+    long long now = cell_count(self->count);
+    long long check = cell_count(self->next_check);
+    if (now < 0 || check < 0 || now + 1 >= check) {
         return 0;
     }
     PyObject *locals = PyFrame_GetLocals((PyFrameObject *)frame);
@@ -80,79 +97,88 @@ record_line(LineTracer *self, PyObject *frame)
         return 0;
     }
     Py_ssize_t size = PyDict_GET_SIZE(locals);
+    PyObject *values = PyTuple_New(size);
+    PyObject *record = PyTuple_New(4);
+    PyObject *lineno = PyLong_FromLong(PyFrame_GetLineNumber((PyFrameObject *)frame));
+    PyObject *next = PyLong_FromLongLong(now + 1);
+    PyObject *keys = NULL;
+    int result = -1;
+    if (values == NULL || record == NULL || lineno == NULL || next == NULL) {
+        goto done;
+    }
+    result = 0;
+    /* no allocation in this pass: the dict cannot change under it */
+    PyObject *last = self->last_keys;
+    int same = last != NULL && PyTuple_GET_SIZE(last) == size;
     Py_ssize_t pos = 0, i = 0;
     PyObject *key, *value;
     while (PyDict_Next(locals, &pos, &key, &value)) {
-        if (!is_simple(value)) {
-            Py_DECREF(locals);
-            return 0;
+        if (i >= size || !is_simple(value)) {
+            goto done;
         }
-    }
-    /* (LINE, lineno, names, values): the names tuple of the previous record when they are the
-     * same (marshal then sends a back-reference), the values themselves (the parent reprs them) */
-    PyObject *keys = self->last_keys;
-    int same = keys != NULL && PyTuple_GET_SIZE(keys) == size;
-    PyObject *values = PyTuple_New(size);
-    if (values == NULL) {
-        Py_DECREF(locals);
-        return -1;
-    }
-    pos = 0;
-    while (PyDict_Next(locals, &pos, &key, &value)) {
-        if (same && PyTuple_GET_ITEM(keys, i) != key) {
+        if (same && PyTuple_GET_ITEM(last, i) != key) {
             same = 0;
         }
         Py_INCREF(value);
         PyTuple_SET_ITEM(values, i, value);
         i++;
     }
-    if (!same) {
-        keys = PyTuple_New(size);
+    if (i != size) {
+        goto done;
+    }
+    if (same) {
+        keys = last;
+        Py_INCREF(keys);
+    }
+    else {
+        keys = PyTuple_New(size);  /* may collect: check the locals still hold these values */
         if (keys == NULL) {
-            Py_DECREF(values);
-            Py_DECREF(locals);
-            return -1;
+            result = -1;
+            goto done;
         }
         pos = 0;
         i = 0;
         while (PyDict_Next(locals, &pos, &key, &value)) {
+            if (i >= size || PyTuple_GET_ITEM(values, i) != value) {
+                goto done;
+            }
             Py_INCREF(key);
             PyTuple_SET_ITEM(keys, i, key);
             i++;
         }
+        if (i != size) {
+            goto done;
+        }
+        Py_INCREF(keys);
         Py_XSETREF(self->last_keys, keys);
     }
-    Py_DECREF(locals);
-    PyObject *lineno = PyLong_FromLong(PyFrame_GetLineNumber((PyFrameObject *)frame));
-    if (lineno == NULL) {
-        Py_DECREF(values);
-        return -1;
-    }
-    PyObject *record = PyTuple_New(4);
-    if (record == NULL) {
-        Py_DECREF(values);
-        Py_DECREF(lineno);
-        return -1;
+    if (cell_count(self->count) != now) {  /* a finalizer traced a line in between */
+        goto done;
     }
     Py_INCREF(self->line_kind);
     PyTuple_SET_ITEM(record, 0, self->line_kind);
     PyTuple_SET_ITEM(record, 1, lineno);
-    Py_INCREF(self->last_keys);
-    PyTuple_SET_ITEM(record, 2, self->last_keys);
+    PyTuple_SET_ITEM(record, 2, keys);
     PyTuple_SET_ITEM(record, 3, values);
-    int failed = PyList_Append(self->records, record);
-    Py_DECREF(record);
-    if (failed) {
-        return -1;
+    lineno = keys = values = NULL;  /* the record holds them */
+    if (PyList_Append(self->records, record) < 0) {
+        result = -1;
+        goto done;
     }
-    PyObject *next = PyLong_FromLongLong(now + 1);
-    if (next == NULL) {
-        return -1;
+    if (PyCell_Set(self->count, next) < 0) {
+        result = -1;
+        goto done;
     }
-    PyCell_SET(self->count, next);  /* steals `next`; the cell held `count` */
-    Py_DECREF(count);
     self->handled++;
-    return 1;
+    result = 1;
+done:
+    Py_DECREF(locals);
+    Py_XDECREF(values);
+    Py_XDECREF(record);
+    Py_XDECREF(lineno);
+    Py_XDECREF(next);
+    Py_XDECREF(keys);
+    return result;
 }
 
 static PyObject *
@@ -275,41 +301,79 @@ static PyTypeObject LineTracerType = {
 
 /* A crash (a segfault in a ctypes call, say) would lose the records not yet flushed. On a fatal
  * signal, this handler calls the recorder's flush once, then lets the signal take the process as
- * it would have. Running Python in a signal handler is a last resort: an alarm ends the process
- * if the flush cannot finish (a lock held, a heap in ruins), and a second fault in the flush
- * meets the default action (SA_RESETHAND), so the parent still sees the signal. */
+ * it would have. Running Python in a signal handler is a last resort, so it is bounded: the
+ * handler runs on its own stack (a C stack overflow faults again at once otherwise), a second
+ * fault meets the default action (SA_RESETHAND), and if the flush cannot finish (the GIL or a
+ * lock held by another thread, a heap in ruins) an alarm re-raises the original signal, whatever
+ * the program did with SIGALRM. */
 static PyObject *fatal_flush = NULL;
-static volatile sig_atomic_t fatal_running = 0;
+static volatile sig_atomic_t fatal_signal = 0;
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+static char *fatal_stack = NULL;
+
+static void
+fatal_timeout(int unused)
+{
+    signal(fatal_signal, SIG_DFL);
+    raise(fatal_signal);
+    _exit(128 + fatal_signal);
+}
 
 static void
 fatal_handler(int sig)
 {
-    if (!fatal_running && fatal_flush != NULL) {
-        fatal_running = 1;
+    if (!fatal_signal && fatal_flush != NULL) {
+        fatal_signal = sig;
+        struct sigaction timeout;
+        memset(&timeout, 0, sizeof(timeout));
+        timeout.sa_handler = fatal_timeout;
+        sigemptyset(&timeout.sa_mask);
+        sigaction(SIGALRM, &timeout, NULL);
+        sigset_t alarm_only;
+        sigemptyset(&alarm_only);
+        sigaddset(&alarm_only, SIGALRM);
+        pthread_sigmask(SIG_UNBLOCK, &alarm_only, NULL);
         alarm(2);
         PyGILState_Ensure();  /* never released: the process ends below */
         PyObject *result = PyObject_CallNoArgs(fatal_flush);
         Py_XDECREF(result);
         PyErr_Clear();
     }
-    raise(sig);  /* the handler was reset: the default action now */
+    signal(sig, SIG_DFL);
+    raise(sig);
 }
 
 static PyObject *
 flush_on_fatal_signal(PyObject *module, PyObject *callable)
 {
-    if (!PyCallable_Check(callable)) {
-        PyErr_SetString(PyExc_TypeError, "flush_on_fatal_signal takes a callable");
-        return NULL;
-    }
-    Py_INCREF(callable);
-    Py_XSETREF(fatal_flush, callable);
     struct sigaction action;
     memset(&action, 0, sizeof(action));
-    action.sa_handler = fatal_handler;
-    action.sa_flags = SA_RESETHAND | SA_NODEFER;
     sigemptyset(&action.sa_mask);
+    if (callable == Py_None) {  /* disarm (a forked child of the program) */
+        Py_CLEAR(fatal_flush);
+        action.sa_handler = SIG_DFL;
+    }
+    else {
+        if (!PyCallable_Check(callable)) {
+            PyErr_SetString(PyExc_TypeError, "flush_on_fatal_signal takes a callable or None");
+            return NULL;
+        }
+        if (fatal_stack == NULL) {
+            size_t size = SIGSTKSZ > 65536 ? SIGSTKSZ : 65536;
+            fatal_stack = PyMem_RawMalloc(size);
+            if (fatal_stack == NULL) {
+                return PyErr_NoMemory();
+            }
+            stack_t stack = {.ss_sp = fatal_stack, .ss_size = size, .ss_flags = 0};
+            if (sigaltstack(&stack, NULL) != 0) {
+                return PyErr_SetFromErrno(PyExc_OSError);
+            }
+        }
+        Py_INCREF(callable);
+        Py_XSETREF(fatal_flush, callable);
+        action.sa_handler = fatal_handler;
+        action.sa_flags = SA_RESETHAND | SA_NODEFER | SA_ONSTACK;
+    }
     for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++) {
         if (sigaction(fatal_signals[i], &action, NULL) != 0) {
             return PyErr_SetFromErrno(PyExc_OSError);
@@ -398,7 +462,8 @@ static PyMethodDef linetrace_methods[] = {
     {"plain_locals", (PyCFunction)(void (*)(void))plain_locals, METH_FASTCALL,
      "plain_locals(names, values, previous names, previous values, previous locals) -> {name: repr} or None"},
     {"flush_on_fatal_signal", flush_on_fatal_signal, METH_O,
-     "Call `flush()` once when the process gets SIGSEGV, SIGBUS, SIGFPE or SIGILL, then die of it."},
+     "Call `flush()` once when the process gets SIGSEGV, SIGBUS, SIGFPE or SIGILL, then die of it "
+     "(None: back to the default action)."},
     {NULL},
 };
 
@@ -422,6 +487,10 @@ PyInit__linetrace(void)
     }
     PyObject *module = PyModule_Create(&linetrace_module);
     if (module == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddIntConstant(module, "ABI", LINETRACE_ABI) < 0) {
+        Py_DECREF(module);
         return NULL;
     }
     Py_INCREF(&LineTracerType);

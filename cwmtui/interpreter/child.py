@@ -36,9 +36,8 @@ import types
 
 def _load_line_tracer():
     """The C helpers (cwmtui/interpreter/_linetrace.c: the line-event hot path, a flush on a
-    fatal signal), built beside this file
-    when the install had a C compiler; None otherwise. Loaded by path: the fork server runs this
-    file as a script, outside the package."""
+    fatal signal), built beside this file when the install had a C compiler; None otherwise, or
+    when the build is stale. Loaded by path: the fork server runs this file as a script."""
     import importlib.machinery
     import importlib.util
 
@@ -50,14 +49,16 @@ def _load_line_tracer():
                 spec = importlib.util.spec_from_file_location("cwmtui.interpreter._linetrace", path)
                 module = importlib.util.module_from_spec(spec)
                 spec.loader.exec_module(module)
-                return module
             except ImportError:  # built for another Python
                 return None
+            return module if getattr(module, "ABI", None) == _LINETRACE_ABI else None  # a stale build: unused
     return None
 
 
+_LINETRACE_ABI = 4  # LINETRACE_ABI in _linetrace.c
 _linetrace = _load_line_tracer()
 _LineTracer = _linetrace.LineTracer if _linetrace is not None else None
+
 CALL, LINE, RETURN, EXCEPTION, OUTPUT, END = range(6)
 _HEADER = struct.Struct("<I")
 _FLUSH_EVERY = 512  # frames between flushes (besides the watchdog's every _FLUSH_SECONDS)...
@@ -123,6 +124,8 @@ class Recorder:
 
     def flush(self) -> int:
         """Send what was recorded; return how many bytes that took."""
+        if self.closed:  # before the lock, which a forked child may have inherited held
+            return 0
         with self.lock:
             if self.closed:
                 return 0
@@ -184,7 +187,7 @@ def _plain(value):
         return {_plain(k): _plain(v) for k, v in value.items()}
     if isinstance(value, str):
         return str.__str__(value)
-    if value is None or type(value) in (int, float, bool):
+    if value is None or type(value) in (int, float, bool, complex, bytes):
         return value
     return f"<{type(value).__qualname__} object>"
 
@@ -427,6 +430,8 @@ def run_job(job: dict, fd: int) -> None:
     def after_fork() -> None:  # a program that forks: its children record nothing
         sys.settrace(None)
         recorder.closed = True
+        if _linetrace is not None:
+            _linetrace.flush_on_fatal_signal(None)
 
     os.register_at_fork(after_in_child=after_fork)
     real_exit = os._exit

@@ -59,7 +59,7 @@ class TraceBuilder:
         self.status: TraceStatus | None = None
         self._stack: list[str] = []
         self._on_frame = on_frame
-        self._previous: tuple[dict, dict] | None = None  # the last plain record and its locals
+        self._previous: tuple[tuple, tuple, dict] | None = None  # the last plain record's names, values, locals
 
     def _plain_locals(self, keys: tuple, values: tuple) -> dict:
         """{name: repr} for a plain record: the names and values of a frame whose values are all
