@@ -289,3 +289,13 @@ def test_a_drifting_path_keeps_both_timelines_in_order(loop, interpreter):
     assert [m for _, m in result.alignment if m is not None] == list(range(len(drifting)))
     # each dropped frame is a truth-only row; everything else pairs up again
     assert len(result.alignment) == len(truth.frames)
+
+
+def test_model_values_with_bad_escapes_print_no_warning(recwarn, capfd):
+    # a TUI's stderr is the screen: model text like '\d' is data, not a SyntaxWarning
+    from cwmtui.analysis.values import literal
+
+    assert literal(r"'\d+'") == "\\d+"
+    assert literal("x is 1") is literal("'a'('b')")  # not literals: the same sentinel
+    assert not [w for w in recwarn if issubclass(w.category, SyntaxWarning)]
+    assert capfd.readouterr().err == ""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 
 _MAX_LITERAL = 20_000  # longer reprs are not parsed (literal_eval is linear, but no need)
 _OBJECT = re.compile(r"^<(?:([\w.]+) object|class '([\w.]+)'|(function|built-in function|bound method|generator object|module)\b)")
@@ -16,6 +17,12 @@ _EXC_CLASS = re.compile(r"<class '([\w.]+)'>")
 _EXC_NAME = re.compile(r"^\s*\(?\s*([A-Za-z_][\w.]*)\s*(?:\(|:|,|\)|$)")
 
 _UNSET = object()
+# Model text is compiled under this name, and the SyntaxWarnings it draws ("invalid escape
+# sequence" in a string the model wrote) are data, not messages for the terminal (a TUI's stderr).
+# One filter for that name, set once: catch_warnings() per value would double the cost and is not
+# thread-safe.
+_SOURCE = "<cwmtui: model value>"
+warnings.filterwarnings("ignore", category=SyntaxWarning, module=re.escape(_SOURCE))
 
 
 def literal(text: str | None):
@@ -23,7 +30,7 @@ def literal(text: str | None):
     if text is None or len(text) > _MAX_LITERAL:
         return _UNSET
     try:
-        return ast.literal_eval(text)
+        return ast.literal_eval(compile(text, _SOURCE, "eval", ast.PyCF_ONLY_AST))
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError, OverflowError):
         return _UNSET
 
