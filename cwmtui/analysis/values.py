@@ -17,12 +17,12 @@ _EXC_CLASS = re.compile(r"<class '([\w.]+)'>")
 _EXC_NAME = re.compile(r"^\s*\(?\s*([A-Za-z_][\w.]*)\s*(?:\(|:|,|\)|$)")
 
 _UNSET = object()
-# Model text is compiled under this name, and the SyntaxWarnings it draws ("invalid escape
-# sequence" in a string the model wrote) are data, not messages for the terminal (a TUI's stderr).
-# One filter for that name, set once: catch_warnings() per value would double the cost and is not
-# thread-safe.
+# Model text is compiled under this name, and the warnings that draws ("invalid escape
+# sequence", "'is' with a literal" in what the model wrote) are data, not messages for the
+# terminal (a TUI's stderr). One filter for that name, set once: catch_warnings() per value
+# would double the cost and is not thread-safe.
 _SOURCE = "<cwmtui: model value>"
-warnings.filterwarnings("ignore", category=SyntaxWarning, module=re.escape(_SOURCE))
+warnings.filterwarnings("ignore", category=Warning, module=re.escape(_SOURCE))
 
 
 def literal(text: str | None):
