@@ -6,13 +6,15 @@ next frame, except where it is told to make a mistake, so every outcome here is 
 
 import json
 import threading
+from dataclasses import replace
 
 import pytest
 
 from cwmtui.analysis.compare import StepKind
 from cwmtui.interpreter import load_program, program_from_source
 from cwmtui.model.replay import ReplayBackend, load_replay
-from cwmtui.session import DebugSession, SessionError
+from cwmtui.session import FORMAT_VERSION, Branch, DebugSession, SessionError
+from cwmtui.trace import Frame
 
 from .conftest import GOLDEN, ROOT
 from .world_models import OracleBackend, both, wrong_line, wrong_return, wrong_value
@@ -174,6 +176,67 @@ def test_saved_session_reopens_offline_with_identical_comparisons(strawberry, tm
         again.override("main", 26, action="    return n\n")
 
 
+def rows(comparison) -> list:
+    """Everything a row of the side-by-side view shows."""
+    return [(s.to_json(), sorted(s.model_changed), s.note, s.order_differs) for s in comparison.steps]
+
+
+def test_a_reopened_session_shows_every_row_as_it_was_saved(strawberry, tmp_path):
+    """Rows of every kind (a malformed frame, a skipped step, an early end by the token budget,
+    locals in another order) come back from the saved comparison exactly, and saving the
+    reopened session writes the same file."""
+    program, truth = strawberry
+    frames = [replace(f, tokens=5, origin="generated") for f in truth.frames[:30]]
+    frames[4] = replace(frames[4], locals=dict(reversed(list(frames[4].locals.items()))))
+    frames[9] = Frame(None, "", error="no action separator", raw="<|line_sep|>{\"word\": ", tokens=7, origin="generated")
+    del frames[15]
+    session = DebugSession(program, None, truth=truth)
+    session.model_name = "test"
+    session.branches = [Branch("main", frames=frames, status="budget exhausted", tokens={"trace": 150, "processed": 150})]
+    before = session.compare_branch(session.branches[0])
+    kinds = {s.kind for s in before.steps}
+    assert {StepKind.MATCH, StepKind.FORMAT, StepKind.ACTION, StepKind.MISSING} <= kinds
+    assert any(s.order_differs for s in before.steps)
+    path, again_path = tmp_path / "session.json", tmp_path / "again.json"
+    session.save(str(path))
+
+    again = DebugSession.load(str(path))
+    after = again.branches[0].comparison
+    assert rows(after) == rows(before)
+    assert (after.verdict, after.first_divergence, after.agreed_steps) == (before.verdict, before.first_divergence, before.agreed_steps)
+    assert after.divergent_rows() == before.divergent_rows()
+    assert list(after.alignment) == list(before.alignment)
+    assert list(again.branches[0].frames) == frames and [f.tokens for f in again.branches[0].frames] == [f.tokens for f in frames]
+    again.save(str(again_path))
+    assert again_path.read_bytes() == path.read_bytes()
+
+
+def test_a_version_1_file_still_opens_with_the_same_comparisons(tmp_path):
+    session = DebugSession.load(str(ROOT / "tests" / "fixtures" / "session_v1.json"))
+    main, child = session.branches
+    first = main.comparison.first_divergence
+    assert (main.comparison.verdict, first.step, first.kind, first.variables) == ("diverge", 2, "state", ["word"])
+    assert child.name == "main/26" and child.recovery.describe().startswith("recovered at step 27")
+    path = tmp_path / "v2.json"
+    session.save(str(path))
+    assert json.loads(path.read_text())["version"] == FORMAT_VERSION == 2
+    again = DebugSession.load(str(path))
+    for before, after in zip(session.branches, again.branches):
+        assert rows(after.comparison) == rows(before.comparison)
+        assert after.recovery == before.recovery
+
+
+@pytest.mark.parametrize("version", ["2", "two", None, 1.5, 0, True, [2]])
+def test_a_format_version_that_is_no_version_number_is_a_damaged_file(tmp_path, version):
+    path = tmp_path / "session.json"
+    path.write_text(json.dumps({"format": "cwmtui-session", "version": version}))
+    with pytest.raises(SessionError, match=r"the session file is damaged: its format version .* is not understood"):
+        DebugSession.load(str(path))
+    path.write_text(json.dumps({"format": "cwmtui-session", "version": 99}))
+    with pytest.raises(SessionError, match="version 99 is newer than this cwmtui reads"):
+        DebugSession.load(str(path))
+
+
 def test_loading_bad_files_says_what_is_wrong(tmp_path):
     missing = tmp_path / "nope.json"
     with pytest.raises(SessionError, match="no such file"):
@@ -190,11 +253,27 @@ def test_loading_bad_files_says_what_is_wrong(tmp_path):
 
 @pytest.mark.parametrize("damage", [
     lambda d: d["truth"].__setitem__("frames", "x"),
-    lambda d: d["truth"]["frames"].__setitem__(0, {}),  # no event and no format error
-    lambda d: d["truth"]["frames"][0].__setitem__("action", ["def f(x):"]),
-    lambda d: d["truth"]["frames"][0].__setitem__("locals", {"word": 1}),
-    lambda d: d["truth"]["frames"][1].__setitem__("locals", 5),
-    lambda d: d["branches"][0]["frames"][3].__setitem__("lineno", "7"),
+    lambda d: d["truth"]["frames"].__setitem__(0, {"same_as": 0}),  # the truth refers to nothing
+    lambda d: d["truth"]["frames"].__setitem__(0, [None, "", None, 0, "", None, None]),  # no event, no format error
+    lambda d: d["truth"]["frames"][0].__setitem__(1, ["def f(x):"]),  # the action
+    lambda d: d["truth"]["frames"][0].__setitem__(0, "jump"),  # the event
+    lambda d: d["truth"]["frames"][0].__setitem__(5, {"word": 1}),  # a local that is no repr
+    lambda d: d["truth"]["frames"][1].__setitem__(5, 5),  # the locals
+    lambda d: d["truth"]["frames"][1].append(7),  # the rest must be an object
+    lambda d: d["truth"]["frames"][1].pop(),  # a field short
+    # the oracle's frames are the truth's: stored as one run {"same_as": 0, "count": n, "tokens": [...]}
+    lambda d: d["branches"][0]["frames"][0].__setitem__("same_as", 10**6),
+    lambda d: d["branches"][0]["frames"][0].__setitem__("count", 10**6),
+    lambda d: d["branches"][0]["frames"][0].__setitem__("lineno", 7),
+    lambda d: d["branches"][0]["frames"][0]["tokens"].pop(),
+    lambda d: d["branches"][0]["frames"].insert(1, [None, "x", "7", 0, "f", None, None, {"error": "e"}]),
+    lambda d: d["branches"][0]["comparison"]["rows"][0].__setitem__(2, 10**6),  # rows that do not fit the frames
+    lambda d: d["branches"][0]["comparison"]["rows"][0].__setitem__(3, "so-so"),
+    lambda d: d["branches"][0]["comparison"]["model_changed"].__setitem__("9999", ["word"]),
+    lambda d: d["branches"][0]["comparison"]["model_changed"].__setitem__("x", ["word"]),
+    lambda d: d["branches"][0]["comparison"].__setitem__("model_changed", [["word"]]),
+    lambda d: d.__setitem__("truth_changed", [[1]] * len(d["truth"]["frames"])),
+    lambda d: d["branches"][0].__setitem__("first_divergence", {"step": 10**6}),
     lambda d: d.__setitem__("settings", 5),
     lambda d: d.__setitem__("model", 5),
     lambda d: d.__setitem__("branches", "x"),

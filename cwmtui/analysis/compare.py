@@ -12,8 +12,10 @@ shown side by side and steps where the model is back on the real path are compar
 
 from __future__ import annotations
 
+import bisect
 import enum
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Sequence
 
 from ..trace import Event, Frame, Status, Trace
@@ -184,10 +186,23 @@ class Divergence:
             "explanation": self.explanation,
         }
 
+    @classmethod
+    def from_json(cls, data: dict, truth_index: int | None = None, model_index: int | None = None) -> "Divergence":
+        """A divergence from :meth:`to_json` (which leaves out the two frame indexes)."""
+        divergence = cls(
+            step=data["step"], kind=data["kind"], variables=list(data["variables"]),
+            string_valued=data["string_valued"], regime=data["regime"], explanation=data["explanation"],
+            truth_index=truth_index, model_index=model_index, lineno=data.get("line"),
+        )
+        fields = (divergence.step, divergence.kind, divergence.string_valued, divergence.regime, divergence.explanation)
+        if [type(v) for v in fields] != [int, str, bool, str, str] or not all(isinstance(v, str) for v in divergence.variables):
+            raise TypeError("a divergence's fields have the wrong types")
+        return divergence
+
 
 @dataclass
 class Comparison:
-    steps: list[StepComparison]
+    steps: Sequence[StepComparison]  # a list, or SavedSteps for a comparison read back from a file
     first_divergence: Divergence | None
     alignment: list[tuple[int | None, int | None]]
     verdict: str  # "agree" | "diverge" | "pending" (a running or cancelled rollout, no divergence yet)
@@ -208,6 +223,53 @@ class Comparison:
     def divergence_at(self, row: int) -> "Divergence | None":
         """The divergence at ``row`` (any row, not only the first), classified and explained."""
         return divergence_at(self.steps, row, self.status)
+
+    def divergent_rows(self) -> list[int]:
+        """Every row where the two sides differ, in order."""
+        if isinstance(self.steps, SavedSteps):
+            return self.steps.divergent_rows()
+        return [s.step for s in self.steps if s.kind.is_divergence]
+
+    def to_saved(self) -> dict:
+        """What :meth:`from_saved` needs to rebuild the comparison without comparing again.
+
+        ``rows`` are runs ``[truth step, model step, count, kind]``: from row to row within a
+        run both steps go up by one (or stay null) and the kind stays. ``truth_changed`` lists,
+        frame by frame, the names whose value the frame changed; ``model_changed`` the same for
+        the model's frames, by frame index (a string), only where they differ from the
+        interpreter's frame on the same row.
+        """
+        if isinstance(self.steps, SavedSteps):
+            rows, truth_changed, model_changed = self.steps.saved()
+        else:
+            rows, truth_changed, model_changed = _saved_rows(self.steps)
+        first = self.first_divergence
+        return {
+            "verdict": self.verdict,
+            "status": self.status.lower(),
+            "agreed_steps": self.agreed_steps,
+            "first_divergence": first.to_json() if first is not None else None,
+            "rows": rows,
+            "truth_changed": truth_changed,
+            "model_changed": model_changed,
+        }
+
+    @classmethod
+    def from_saved(cls, data: dict, truth: Sequence[Frame], frames: Sequence[Frame]) -> "Comparison":
+        """The comparison :meth:`to_saved` wrote, of ``truth`` and the model's ``frames``; its
+        rows are built when first asked for. Raises TypeError or ValueError where the data do
+        not fit the frames (a damaged file)."""
+        steps = SavedSteps(data["rows"], truth, frames, data["truth_changed"], data["model_changed"])
+        first = data.get("first_divergence")
+        if first is not None:
+            if not isinstance(first.get("step"), int) or not 0 <= first["step"] < len(steps):
+                raise ValueError("the first divergence is not one of the rows")
+            truth_index, model_index, _ = steps.locate(first["step"])
+            first = Divergence.from_json(first, truth_index, model_index)
+        verdict, status, agreed = data["verdict"], data["status"], data["agreed_steps"]
+        if verdict not in ("agree", "diverge", "pending") or not isinstance(status, str) or type(agreed) is not int:
+            raise ValueError("the comparison's verdict, status or agreed steps are not understood")
+        return cls(steps, first, SavedAlignment(steps), verdict, status_name(status), agreed)
 
     def metrics(self) -> dict:
         """Table 9 style scores over the rows where both sides have a frame."""
@@ -235,6 +297,146 @@ def _ratio(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
 
+def _saved_rows(steps: Sequence[StepComparison]) -> tuple[list, list, dict]:
+    """The runs and changed names of :meth:`Comparison.to_saved`."""
+    runs: list[list] = []
+    truth_changed: list[list[str]] = []
+    model_changed: dict[str, list[str]] = {}
+    for step in steps:
+        ti, mi, kind = step.truth_index, step.model_index, step.kind.value
+        if ti is not None:
+            truth_changed.append(sorted(step.changed))
+        if mi is not None and (ti is None or step.model_changed != step.changed):
+            model_changed[str(mi)] = sorted(step.model_changed)
+        if runs:
+            t0, m0, count, last = runs[-1]
+            if last == kind and (t0 is None) == (ti is None) and (m0 is None) == (mi is None) \
+                    and (ti is None or ti == t0 + count) and (mi is None or mi == m0 + count):
+                runs[-1][2] += 1
+                continue
+        runs.append([ti, mi, 1, kind])
+    return runs, truth_changed, model_changed
+
+
+def _check_names(lists, length: int) -> None:
+    if not isinstance(lists, list) or len(lists) != length or set(map(type, lists)) - {list} \
+            or set(map(type, chain.from_iterable(lists))) - {str}:
+        raise TypeError(f"the names each interpreter frame changed do not fit its {length} frames")
+
+
+class SavedSteps(Sequence[StepComparison]):
+    """The rows of a comparison read back from a session file, each built when first asked for.
+
+    The file has the rows as runs (see :meth:`Comparison.to_saved`): which frame of each side a
+    row shows and the row's kind. The rest of a row (the variables that differ, a note) is
+    worked out from its two frames when it is first shown, so reopening a 100,000-step
+    session costs what the screen shows, not a comparison of every step.
+    """
+
+    def __init__(self, runs: list, truth: Sequence[Frame], frames: Sequence[Frame],
+                 truth_changed: list, model_changed: list) -> None:
+        if not isinstance(runs, list):
+            raise TypeError("a comparison's rows must be a list")
+        self._runs: list[tuple[int | None, int | None, int, StepKind]] = []
+        self._starts: list[int] = []
+        row = n_truth = n_model = 0
+        for run in runs:
+            if not isinstance(run, list) or len(run) != 4:
+                raise TypeError("a run of rows is [truth step, model step, count, kind]")
+            t0, m0, count, kind = run
+            if type(count) is not int or count < 1 or (t0 is None and m0 is None) \
+                    or (t0 is not None and (type(t0) is not int or t0 != n_truth)) \
+                    or (m0 is not None and (type(m0) is not int or m0 != n_model)):
+                raise ValueError("the comparison's rows skip or repeat a step")
+            self._runs.append((t0, m0, count, StepKind(kind)))
+            self._starts.append(row)
+            row += count
+            n_truth += count if t0 is not None else 0
+            n_model += count if m0 is not None else 0
+        if n_truth != len(truth) or n_model > len(frames):
+            raise ValueError(f"the comparison's rows do not fit the frames ({n_truth} of {len(truth)}, {n_model} of {len(frames)})")
+        _check_names(truth_changed, n_truth)
+        if not isinstance(model_changed, dict):
+            raise TypeError("the names the model's frames changed must be an object")
+        model_changed = {int(index): names for index, names in model_changed.items()}
+        _check_names(list(model_changed.values()), len(model_changed))
+        if model_changed and not 0 <= min(model_changed) <= max(model_changed) < n_model:
+            raise ValueError("the names the model's frames changed are for frames it does not have")
+        self._length = row
+        self._truth, self._frames = truth, frames
+        self._truth_changed, self._model_changed = truth_changed, model_changed
+        self._rows: dict[int, StepComparison] = {}
+
+    def __len__(self) -> int:
+        return self._length
+
+    def locate(self, row: int) -> tuple[int | None, int | None, StepKind]:
+        """The truth's frame, the model's frame and the kind of ``row`` (0 <= row < len)."""
+        k = bisect.bisect_right(self._starts, row) - 1
+        t0, m0, _, kind = self._runs[k]
+        offset = row - self._starts[k]
+        return (None if t0 is None else t0 + offset), (None if m0 is None else m0 + offset), kind
+
+    def __getitem__(self, row):
+        if isinstance(row, slice):
+            return [self[r] for r in range(*row.indices(self._length))]
+        if row < 0:
+            row += self._length
+        if not 0 <= row < self._length:
+            raise IndexError(row)
+        step = self._rows.get(row)
+        if step is None:
+            ti, mi, kind = self.locate(row)
+            truth = self._truth[ti] if ti is not None else None
+            model = self._frames[mi] if mi is not None else None
+            variables, order, note = _row_details(truth, model, kind)
+            changed = set(self._truth_changed[ti]) if ti is not None else set()
+            model_changed = set()
+            if mi is not None:  # saved where it differs from the truth's frame on the row
+                names = self._model_changed.get(mi)
+                model_changed = set(names) if names is not None else set(changed)
+            step = StepComparison(
+                row, truth, model, kind, variables, changed=changed, truth_index=ti, model_index=mi,
+                model_changed=model_changed, order_differs=order, note=note,
+            )
+            self._rows[row] = step
+        return step
+
+    def __iter__(self):
+        for row in range(self._length):
+            yield self[row]
+
+    def divergent_rows(self) -> list[int]:
+        rows: list[int] = []
+        for start, (_, _, count, kind) in zip(self._starts, self._runs):
+            if kind.is_divergence:
+                rows.extend(range(start, start + count))
+        return rows
+
+    def saved(self) -> tuple[list, list, dict]:
+        runs = [[t0, m0, count, kind.value] for t0, m0, count, kind in self._runs]
+        return runs, self._truth_changed, {str(index): names for index, names in self._model_changed.items()}
+
+
+class SavedAlignment(Sequence[tuple]):
+    """The alignment of a saved comparison: (truth step, model step) row by row."""
+
+    def __init__(self, steps: SavedSteps) -> None:
+        self._steps = steps
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def __getitem__(self, row):
+        if isinstance(row, slice):
+            return [self[r] for r in range(*row.indices(len(self)))]
+        if row < 0:
+            row += len(self)
+        if not 0 <= row < len(self):
+            raise IndexError(row)
+        return self._steps.locate(row)[:2]
+
+
 # -- the comparison ---------------------------------------------------------------------------
 
 
@@ -252,15 +454,16 @@ def changed_names(frames: Sequence[Frame]) -> list[set[str]]:
     result: list[set[str]] = []
     for frame in frames:
         changed: set[str] = set()
+        # frames are not changed once made: the stack holds their locals, not copies
         if frame.event is Event.CALL:
-            stack.append(dict(frame.locals or {}))
+            stack.append(frame.locals or {})
         elif frame.event is Event.LINE and frame.locals is not None:
             previous = stack[-1] if stack else {}
             changed = {k for k, v in frame.locals.items() if previous.get(k) != v}
             if stack:
-                stack[-1] = dict(frame.locals)
+                stack[-1] = frame.locals
             else:
-                stack.append(dict(frame.locals))
+                stack.append(frame.locals)
         elif frame.event is Event.RETURN and stack:
             stack.pop()
         result.append(changed)
@@ -293,6 +496,22 @@ def _compare_pair(truth: Frame, model: Frame) -> tuple[StepKind, list[VariableDi
         return StepKind.VALUE, [VariableDiff("raise", expected_arg, predicted_arg, "exception", False)], False, ""
     diff = VariableDiff("return", expected_arg, predicted_arg, type_name(expected_arg), literal_equal(expected_arg, predicted_arg))
     return StepKind.VALUE, [diff], False, ""
+
+
+SKIPPED_STEP = "the model's path skips this step"
+MODEL_ONLY_STEP = "a step only the model's path takes"
+
+
+def _row_details(truth: Frame | None, model: Frame | None, kind: StepKind) -> tuple[list[VariableDiff], bool, str]:
+    """(variables that differ, locals in another order, note) of a row of a known kind."""
+    if truth is not None and model is not None:
+        if kind in (StepKind.MATCH, StepKind.STATE, StepKind.VALUE):  # the two are on the same step
+            _, variables, order, note = _compare_pair(truth, model)
+            return variables, order, note
+        return [], False, ""
+    if kind is StepKind.ACTION:
+        return [], False, SKIPPED_STEP if model is None else MODEL_ONLY_STEP
+    return [], False, ""
 
 
 def _path_kind(truth: Frame, model: Frame) -> StepKind:
@@ -428,14 +647,14 @@ def compare(truth: Trace, frames: Sequence[Frame], status=None) -> Comparison:
             if row > last_model_row:
                 kind = StepKind.PENDING if status in ("RUNNING", "CANCELLED") else StepKind.MISSING
             else:
-                kind, note = StepKind.ACTION, "the model's path skips this step"
+                kind, note = StepKind.ACTION, SKIPPED_STEP
         else:
             if row > last_truth_row:
                 kind = StepKind.UNCHECKED if truth_partial else StepKind.EXTRA
             elif m.event is None or m.error is not None:
                 kind = StepKind.FORMAT
             else:
-                kind, note = StepKind.ACTION, "a step only the model's path takes"
+                kind, note = StepKind.ACTION, MODEL_ONLY_STEP
         steps.append(
             StepComparison(
                 step=row,

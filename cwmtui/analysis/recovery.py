@@ -57,6 +57,25 @@ class Recovery:
             "summary": self.describe(),
         }
 
+    @classmethod
+    def from_json(cls, data: dict, comparison: Comparison) -> "Recovery":
+        """The recovery :meth:`to_json` wrote for ``comparison`` (its divergence's frames come
+        from the comparison's rows)."""
+        first = data.get("first_divergence")
+        if first is not None:
+            row = comparison.steps[first["step"]]
+            first = Divergence.from_json(first, row.truth_index, row.model_index)
+        recovery = cls(
+            at_step=data["at_step"], recovered_at=data["recovered_at"], held_for=data["held_for"],
+            first_divergence=first, held_to_end=data["held_to_end"], matched_after=data["matched_after"],
+            rows_after=data["rows_after"],
+        )
+        numbers = (recovery.at_step, recovery.held_for, recovery.matched_after, recovery.rows_after)
+        if any(type(n) is not int for n in numbers) or type(recovery.held_to_end) is not bool \
+                or recovery.recovered_at is not None and type(recovery.recovered_at) is not int:
+            raise TypeError("a recovery's fields have the wrong types")
+        return recovery
+
 
 def recovery(comparison: Comparison, at_step: int) -> Recovery:
     """Recovery of a branch whose intervention is at row ``at_step`` of ``comparison``."""

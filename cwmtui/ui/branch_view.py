@@ -16,6 +16,7 @@ from typing import Iterable
 from ..analysis.compare import Comparison, Divergence, StepComparison, StepKind, compare
 from ..interpreter import Program
 from ..trace import Event, Frame, OutputChunk, Trace
+from ..trace.stored import StoredFrames
 
 #: After one of these at a row, the model is on another path through the program.
 PATH_KINDS = frozenset({StepKind.ACTION, StepKind.EVENT, StepKind.FORMAT})
@@ -120,7 +121,8 @@ class BranchView:
     ) -> None:
         self.name = name
         self.truth = truth
-        self.frames: list[Frame] = list(frames)
+        # frames read back from a session file stay as they are: built when a row shows them
+        self.frames: list[Frame] | StoredFrames = frames if isinstance(frames, StoredFrames) else list(frames)
         self.status = status
         self.parent = parent
         self.at_step = at_step
@@ -147,7 +149,7 @@ class BranchView:
     def _adopt(self, comparison: Comparison) -> None:
         self.comparison = comparison
         self.steps: list[StepComparison] = comparison.steps
-        self._divergence_rows = [s.step for s in self.steps if s.kind.is_divergence]
+        self._divergence_rows = comparison.divergent_rows()
         # where a run of divergent rows starts: what d / D jump between
         self._divergence_starts = [r for i, r in enumerate(self._divergence_rows)
                                    if i == 0 or self._divergence_rows[i - 1] != r - 1]
@@ -202,7 +204,9 @@ class BranchView:
     def token_totals(self) -> tuple[int, int]:
         """(tokens in the trace, frames that carry a token count), cached per version."""
         if self._tokens_version != (self.version, len(self.frames)):
-            counted = [f.tokens for f in self.frames if f.tokens]
+            frames = self.frames
+            tokens = frames.token_counts() if isinstance(frames, StoredFrames) else [f.tokens for f in frames]
+            counted = [n for n in tokens if n]
             self._token_totals = (self.tokens_used or sum(counted), len(counted))
             self._tokens_version = (self.version, len(self.frames))
         return self._token_totals
