@@ -29,8 +29,8 @@ def add_ui_options(parser) -> None:
 
 
 def run(args) -> int:
-    from ..model import ModelError, backend_from_args, bundled_problem, rollout_options_from_args
-    from ..ui.launch import LaunchError, check_model_directory, check_theme, open_program, open_replay_list
+    from ..model import ModelError, backend_from_args, rollout_options_from_args
+    from ..ui.launch import LaunchError, check_theme, open_program, open_replay_list
 
     try:
         check_theme(args.theme)
@@ -59,16 +59,25 @@ def run(args) -> int:
         if not args.program:
             raise UsageError("no program: cwmtui PROGRAM [options] (or --replay FILE.jsonl --id ID)")
         program = program_from(args)
-        if args.model not in (None, "bundled"):
-            check_model_directory(args.model)
-        elif not args.server:
-            problem = bundled_problem()
-            if problem:
-                raise UsageError(f"the bundled model is not installed ({problem}); pass --model PATH, --server URL or --replay FILE")
+        check_model(args)
         return open_program(program, lambda progress: backend_from_args(args, progress), options, limits,
                             theme=args.theme, layout=args.layout, export_dir=args.export_dir)
     except LaunchError as exc:
         raise UsageError(str(exc)) from None
+
+
+def check_model(args) -> None:
+    """What can be known about --model / --server before the app starts (the model itself loads
+    in the app); raises LaunchError or UsageError in one line."""
+    from ..model import bundled_problem
+    from ..ui.launch import check_model_directory
+
+    if args.model not in (None, "bundled"):
+        check_model_directory(args.model)
+    elif not args.server:
+        problem = bundled_problem()
+        if problem:
+            raise UsageError(f"the bundled model is not installed ({problem}); pass --model PATH, --server URL or --replay FILE")
 
 
 def replay_list(args):

@@ -1,23 +1,54 @@
-"""``cwmtui open SESSION.json``: reopen a saved session in the debugger (offline, no model)."""
+"""``cwmtui open SESSION.json [--model ...]``: reopen a saved session in the debugger.
+
+Without a model it is read-only: the session as it was saved, with the saved model's name.
+With the model options of ``cwmtui PROGRAM`` (``--model``, ``--server``, ``--replay``) the model
+loads while the session is on screen, and overrides and teacher forcing grow new branches;
+the rollout options (``--token-budget``, ``--temperature``, ...) change the saved ones for them.
+"""
 
 from __future__ import annotations
 
 from . import UsageError
-from .app import add_ui_options
+from .app import add_ui_options, check_model
 from .options import Parser
+
+#: rollout options that, when given, change the session's saved ones
+ROLLOUT_OPTIONS = ("token_budget", "frame_tokens", "temperature", "top_p", "seed")
 
 
 def build_parser() -> Parser:
-    parser = Parser(prog="cwmtui open", description="Reopen a session saved with x (or cwmtui diff --save) in the debugger.")
+    from ..model import add_model_options
+
+    parser = Parser(prog="cwmtui open", description="Reopen a session saved with x (or cwmtui diff --save) in the debugger; "
+                    "with --model or --server, go on overriding with that model (read-only without one).")
     parser.add_argument("session", help="a session file (.json)")
+    add_model_options(parser)
+    parser.set_defaults(model=None, **{name: None for name in ROLLOUT_OPTIONS})  # None: the session's own
     add_ui_options(parser)
     return parser
 
 
 def run(args) -> int:
-    from ..ui.launch import LaunchError, open_session_file
+    from ..model import backend_from_args
+    from ..ui.launch import LaunchError, check_theme, open_session_file
 
+    changes = {name: getattr(args, name) for name in ROLLOUT_OPTIONS if getattr(args, name) is not None}
+    chosen = [name for name, value in (("--model", args.model), ("--server", args.server), ("--replay", args.replay)) if value]
     try:
-        return open_session_file(args.session, theme=args.theme, layout=args.layout, export_dir=args.export_dir)
+        check_theme(args.theme)
+        open_model = None
+        if args.replay_id is not None and not args.replay:
+            raise UsageError("--id selects a record of --replay FILE; there is no --replay")
+        if chosen:
+            if len(chosen) > 1:
+                raise UsageError(f"{' and '.join(chosen)} cannot be used together: pick one world model")
+            if not args.replay:
+                check_model(args)
+            open_model = lambda progress: backend_from_args(args, progress)  # noqa: E731 - loads in the app
+        elif changes:
+            given = "--" + next(iter(changes)).replace("_", "-")
+            raise UsageError(f"{given} is for new branches, which need a model: add --model PATH|bundled or --server URL")
+        return open_session_file(args.session, open_model, changes, theme=args.theme, layout=args.layout,
+                                 export_dir=args.export_dir)
     except LaunchError as exc:
         raise UsageError(str(exc)) from None

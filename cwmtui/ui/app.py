@@ -90,6 +90,14 @@ class BranchFinished(Message):
         super().__init__()
 
 
+class WorkDone(Message):
+    """A worker's job ended (whatever it posted before): its cancel key no longer applies."""
+
+    def __init__(self, cancel: Callable[[], None]) -> None:
+        self.cancel = cancel
+        super().__init__()
+
+
 class WorkFailed(Message):
     """A worker failed: a one-line title and a message for the user."""
 
@@ -590,9 +598,12 @@ class DebuggerScreen(Screen):
         self.set_activity(message.text)
 
     def on_session_ready(self, message: SessionReady) -> None:
+        shown = self.branch.name if self.branch is not None else None
         self.cwm.view = message.view
-        if self.branch_index != 0:
-            self.branch_index = 0  # its watcher shows the view
+        names = [b.name for b in message.view.branches]
+        index = names.index(shown) if shown in names else 0  # a model opened for a session on screen
+        if self.branch_index != index:
+            self.branch_index = index  # its watcher shows the view
         else:
             self.show_view()
 
@@ -646,6 +657,10 @@ class DebuggerScreen(Screen):
             if branch.badge:
                 note += f" · {branch.badge}"
             self.notify(note, timeout=4)
+
+    def on_work_done(self, message: WorkDone) -> None:
+        if self._work_cancel == message.cancel:
+            self._work_cancel = None
 
     def on_work_failed(self, message: WorkFailed) -> None:
         self._work_cancel = None

@@ -8,11 +8,12 @@ happen inside the app, in workers.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from .app import CwmApp
 from .branch_view import SessionView
-from .live import LiveSession
+from .live import LiveSession, ModelOpener
 from .themes import ThemeError, load_theme
 
 
@@ -102,7 +103,12 @@ def open_replay_list(path: str, objects, options, limits, *, theme: str, layout:
     return run_app(app)
 
 
-def open_session_file(path: str, *, theme: str, layout: str = "auto", export_dir: str = ".") -> int:
+def session_app(path: str, open_model: ModelOpener | None = None, rollout_changes: dict | None = None, *,
+                theme: str = "dark", layout: str = "auto", export_dir: str = ".") -> CwmApp:
+    """The app on a saved session. Without ``open_model`` it is read-only (the saved model's name
+    shown); with it the model loads in a worker while the session is on screen, and then
+    overrides and teacher forcing grow new branches. ``rollout_changes``: rollout options
+    (token budget, temperature, ...) to change from the saved ones for those new branches."""
     from ..session import DebugSession, SessionError
 
     check_theme(theme)
@@ -110,7 +116,18 @@ def open_session_file(path: str, *, theme: str, layout: str = "auto", export_dir
         session = DebugSession.load(path)
     except SessionError as exc:
         raise LaunchError(str(exc)) from None
+    if rollout_changes and session.options is not None:
+        session.options = dataclasses.replace(session.options, **rollout_changes)
     view = SessionView.from_session(session, origin=f"session {path}")
-    app = CwmApp(view, theme=theme, layout=layout, export_dir=export_dir,
-                 no_model_reason=f"{os.path.basename(path)} was opened without a model (a saved session)")
-    return run_app(app)
+    name = os.path.basename(path)
+    if open_model is None:
+        return CwmApp(view, theme=theme, layout=layout, export_dir=export_dir,
+                      no_model_reason=f"{name} was opened without a model (a saved session; cwmtui open {name} --model ... goes on with one)")
+    live = LiveSession.resume(session, open_model, origin=f"session {path}")
+    return CwmApp(view, theme=theme, layout=layout, export_dir=export_dir, opener=live.start,
+                  no_model_reason="the model is still loading")
+
+
+def open_session_file(path: str, open_model: ModelOpener | None = None, rollout_changes: dict | None = None, *,
+                      theme: str, layout: str = "auto", export_dir: str = ".") -> int:
+    return run_app(session_app(path, open_model, rollout_changes, theme=theme, layout=layout, export_dir=export_dir))

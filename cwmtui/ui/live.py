@@ -13,7 +13,7 @@ from typing import Callable
 
 from ..interpreter import Limits, Program
 from ..trace import Frame, Status
-from .app import Activity, BranchFinished, BranchStarted, CwmApp, FramesArrived, SessionReady, WorkFailed
+from .app import Activity, BranchFinished, BranchStarted, CwmApp, FramesArrived, SessionReady, WorkDone, WorkFailed
 from .branch_view import BranchView, SessionView, badge_for, describe_intervention
 
 #: open_model(progress) -> Backend; progress(stage, fraction or None)
@@ -37,12 +37,22 @@ class LiveSession:
         self._cancel: threading.Event | None = None
         self._jobs: list[threading.Event] = []  # every job's cancel event (quitting sets them all)
 
+    @classmethod
+    def resume(cls, session, open_model: ModelOpener, origin: str = "") -> "LiveSession":
+        """A session read back from a file, to go on with a model (overrides, teacher forcing)."""
+        live = cls(session.program, open_model, session.options, session.limits, origin=origin)
+        live.session = session
+        return live
+
     # -- plumbing -----------------------------------------------------------------------------
     def start(self, app: CwmApp) -> None:
         """The app's opener: called once the app is mounted."""
         self.app = app
         app.live = self
-        self._job(self._open, "open")
+        if self.session is not None:
+            self._job(self._resume, "open the model")
+        else:
+            self._job(self._open, "open")
 
     def _post(self, message) -> None:
         app = self.app
@@ -61,6 +71,8 @@ class LiveSession:
                 work(cancel)
             except Exception as exc:  # noqa: BLE001 - a worker failing is shown, never a crash
                 self._post(WorkFailed(f"{name} failed", _one_line(exc), fatal=self.view is None))
+            finally:
+                self._post(WorkDone(cancel.set))
 
         self.app.run_worker(run, thread=True, exclusive=False, group="model", name=name)
 
@@ -115,36 +127,54 @@ class LiveSession:
             self._post(WorkFailed("the program cannot be traced", f"{self.program.path}: {message}", fatal=True))
             return
         self.session = session
-        reason = ""
-        backend = None
         if self.open_model is not None:
             self._post(SessionReady(self._view(session, "loading the model…")))
-            self._post(Activity("loading the model…"))
-            try:
-                backend = self.open_model(self._progress)
-            except Exception as exc:  # noqa: BLE001 - ModelError and anything a loader raises
-                reason = _one_line(exc)
-                self._post(WorkFailed("no model", reason))
-        else:
-            reason = "no model was given"
-        if backend is None:
-            self.app.no_model_reason = reason
-            self._post(SessionReady(self._view(session, f"no model: {reason}")))
-            self._post(Activity(""))
+        if not self._attach_model(session):
             return
-        session.backend = backend
-        if not getattr(backend, "can_generate", True):
-            from ..model.backend import REPLAY_OVERRIDE
-
-            self.app.no_model_reason = REPLAY_OVERRIDE
-        session.model_name = getattr(backend, "name", "")
-        session.model_description = getattr(backend, "description", "")
         self._post(SessionReady(self._view(session, "the model is starting…")))
         if cancel.is_set():
             return
         self._post(Activity("model writing…"))
         branch = session.run_main(on_frame=self._on_frame, cancel=cancel)
         self._finished(branch)
+
+    def _resume(self, cancel: threading.Event) -> None:
+        """A session read back from a file, on screen already: open the model to grow it."""
+        session = self.session
+        if not self._attach_model(session):
+            return
+        self._post(SessionReady(self._view(session, "" if session.branches else "the model is starting…")))
+        if session.branches or cancel.is_set():
+            return
+        self._post(Activity("model writing…"))  # saved without a model: the main rollout first
+        branch = session.run_main(on_frame=self._on_frame, cancel=cancel)
+        self._finished(branch)
+
+    def _attach_model(self, session) -> bool:
+        """Open the model and give it to the session; False (the reason shown) when there is none."""
+        reason = "no model was given"
+        backend = None
+        if self.open_model is not None:
+            self._post(Activity("loading the model…"))
+            try:
+                backend = self.open_model(self._progress)
+            except Exception as exc:  # noqa: BLE001 - ModelError and anything a loader raises
+                reason = _one_line(exc)
+                self._post(WorkFailed("no model", reason))
+        if backend is None:
+            self.app.no_model_reason = reason
+            self._post(SessionReady(self._view(session, f"no model: {reason}")))
+            self._post(Activity(""))
+            return False
+        session.backend = backend
+        self.app.no_model_reason = ""
+        if not getattr(backend, "can_generate", True):
+            from ..model.backend import REPLAY_OVERRIDE
+
+            self.app.no_model_reason = REPLAY_OVERRIDE
+        session.model_name = getattr(backend, "name", "")
+        session.model_description = getattr(backend, "description", "")
+        return True
 
     def _view(self, session, waiting: str) -> SessionView:
         view = SessionView.from_session(session, origin=self.origin, waiting=f"({waiting})" if waiting else "")
