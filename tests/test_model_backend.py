@@ -190,3 +190,47 @@ def test_asking_for_a_gpu_that_is_not_there():
     with pytest.raises(ModelError, match=r"--device cuda:1: no CUDA GPU is available here; use --device cpu"):
         resolve_device("cuda:1")
     assert str(resolve_device("auto")) == "cpu"
+
+
+# -- the lean path: the bundled model without transformers -----------------------------------
+
+
+def test_the_byte_tokenizer_without_transformers_gives_the_same_ids_and_text():
+    import random
+
+    from cwmtui.model.byte_tokenizer import ByteTokenizer, build_byte_tokenizer
+    from cwmtui.model.tokenizer import HFTokenizer
+
+    native, reference = ByteTokenizer(), HFTokenizer(build_byte_tokenizer(), "byte tokenizer")
+    assert native.special_ids == reference.special_ids
+    texts = ["", "x = 1\n", "naïve → ✓ 🐍", "literal <|frame_sep|> in a program", "\x00\x7f\n\t"]
+    for text in texts:
+        assert native.encode(text) == reference.encode(text)
+    rng = random.Random(0)
+    ids = [*range(0, 268)]
+    for _ in range(200):  # bytes that split characters, specials between them
+        sample = [rng.choice(ids) for _ in range(rng.randint(1, 12))]
+        assert native.decode(sample) == reference.decode(sample), sample
+
+
+def test_a_small_byte_llama_opens_without_torch_or_transformers_with_the_same_logits(model_dir):
+    import subprocess
+    import sys
+
+    import torch
+
+    from cwmtui.model.backend import open_model_dir
+    from cwmtui.model.lean import LeanBackend
+
+    lean = open_model_dir(str(model_dir), device="cpu")
+    assert isinstance(lean, LeanBackend) and lean.description.endswith("cpu · fp32 · lean decoder")
+    full = TransformersBackend(str(model_dir), device="cpu")
+    ids = [259] + lean.encode("def f(x):  # << START_OF_TRACE\n    return x\n")
+    assert torch.allclose(torch.from_numpy(lean._feed(ids)), full._feed(ids), atol=1e-5)
+    assert lean.special_ids == full.special_ids and lean.context_length == full.context_length
+    prompt = ids[:10]
+    assert lean.complete(prompt, [], 8).ids == full.complete(prompt, [], 8).ids
+    code = ("import sys\nfrom cwmtui.model import open_backend\nb = open_backend(model=sys.argv[1], device='cpu')\n"
+            "b.complete([259, 70], [], 4)\nprint('transformers' in sys.modules, 'torch' in sys.modules, type(b).__name__)\n")
+    run = subprocess.run([sys.executable, "-c", code, str(model_dir)], capture_output=True, text=True)
+    assert run.stdout.split() == ["False", "False", "LeanBackend"], run.stderr

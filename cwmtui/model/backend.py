@@ -272,9 +272,19 @@ def open_backend(
         raise ModelError("--tokenizer is for --server or --replay; a --model directory has its own tokenizer")
     if model is None or model == "bundled":
         return open_bundled(device=device, progress=progress)
+    return open_model_dir(model, device=device, progress=progress)
+
+
+def open_model_dir(path: str, device: str = "auto", progress: Progress | None = None, name: str | None = None) -> Backend:
+    """A local Hugging Face directory: through transformers, or for a small Llama with the byte
+    tokenizer on the CPU (the bundled model) without it (:mod:`cwmtui.model.lean`)."""
+    from .lean import LeanBackend, lean_fits
+
+    if lean_fits(path, device):
+        return LeanBackend(path, progress=progress, name=name)
     from .hf import TransformersBackend
 
-    return TransformersBackend(model, device=device, progress=progress)
+    return TransformersBackend(path, device=device, progress=progress, name=name)
 
 
 def bundled_problem() -> str | None:
@@ -293,9 +303,7 @@ def open_bundled(device: str = "auto", progress: Progress | None = None) -> Back
         raise ModelError(
             f"the bundled model is not installed: {problem}; pass --model PATH, --server URL or --replay FILE"
         )
-    from .hf import TransformersBackend
-
-    return TransformersBackend(BUNDLED_DIR, device=device, progress=progress, name="bundled")
+    return open_model_dir(BUNDLED_DIR, device=device, progress=progress, name="bundled")
 
 
 def backend_from_args(args: argparse.Namespace, progress: Progress | None = None) -> Backend:

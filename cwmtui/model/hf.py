@@ -309,7 +309,7 @@ class TransformersBackend(Backend):
         torch = self._torch
         if self._lean is not None:
             self._lean.crop(len(self._cached))
-            logits = self._lean.feed(list(ids))
+            logits = self._from_lean(self._lean.feed(list(ids)))
             self._cached.extend(ids)
             self._logits = logits
             return logits
@@ -325,6 +325,10 @@ class TransformersBackend(Backend):
         self._logits = logits
         return logits
 
+    def _from_lean(self, logits):
+        """The lean decoder's numpy logits as this backend's arrays (torch, shared memory)."""
+        return self._torch.from_numpy(logits)
+
     def reset(self) -> None:
         """Forget the cache (the next call runs its whole prompt)."""
         self._cache = None
@@ -336,6 +340,16 @@ class TransformersBackend(Backend):
         return len(self._cached)
 
     # -- decoding ----------------------------------------------------------------------------
+    def _generator(self, seed: int):
+        return self._torch.Generator().manual_seed(seed)
+
+    def _inference(self):
+        return self._torch.inference_mode()
+
+    @property
+    def _out_of_memory(self):
+        return self._torch.OutOfMemoryError
+
     def _choose(self, logits, temperature: float, top_p: float, generator) -> int:
         """The next id: argmax when greedy, else a seeded nucleus sample."""
         torch = self._torch
@@ -360,17 +374,14 @@ class TransformersBackend(Backend):
         seed: int | None = None,
         cancel=None,
     ) -> Completion:
-        torch = self._torch
         n = len(prompt_ids)
         if n == 0:
             raise ModelError("cannot complete an empty prompt")
         if max_new_tokens <= 0:
             return Completion([], 0, "length")
         stops = set(stop_ids)
-        generator = None
-        if temperature > 0.0:
-            generator = torch.Generator().manual_seed(((seed or 0) * 1_000_003 + n) % (1 << 63))
-        with torch.inference_mode():
+        generator = self._generator(((seed or 0) * 1_000_003 + n) % (1 << 63)) if temperature > 0.0 else None
+        with self._inference():
             cached = self._cached
             m = len(cached)
             if n >= m and prompt_ids[:m] == cached:
@@ -379,7 +390,7 @@ class TransformersBackend(Backend):
                 common = _common_prefix(cached, prompt_ids)
             try:
                 return self._complete(prompt_ids, n, common, stops, max_new_tokens, temperature, top_p, generator, cancel)
-            except torch.OutOfMemoryError:
+            except self._out_of_memory:
                 self.reset()
                 raise ModelError(
                     f"out of {self.device} memory at {n} tokens of context: lower --token-budget"
@@ -424,15 +435,13 @@ class TransformersBackend(Backend):
 
 def _lean_decoder(model, target, dtype, params: int):
     """The lean decoder for a small Llama in fp32 on CPU (the bundled model): the same logits
-    with far fewer operations per token. Such a model decodes fastest on one thread: on a
-    shared 2-core machine a second thread waits for the busy core at every operation."""
+    with far fewer operations per token."""
     import torch
 
     from .llama_decoder import LlamaDecoder
 
     if target.type != "cpu" or dtype != torch.float32 or params > 50_000_000 or not LlamaDecoder.supports(model):
         return None
-    torch.set_num_threads(1)
     return LlamaDecoder(model)
 
 

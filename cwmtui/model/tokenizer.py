@@ -60,11 +60,11 @@ def load_tokenizer(path: str) -> HFTokenizer:
     return HFTokenizer(tokenizer, path)
 
 
-def byte_tokenizer() -> HFTokenizer:
-    """The bundled model's byte-level tokenizer (built in memory, no files needed)."""
-    from .byte_tokenizer import build_byte_tokenizer
+def byte_tokenizer():
+    """The bundled model's byte-level tokenizer (no files, no transformers needed)."""
+    from .byte_tokenizer import ByteTokenizer
 
-    return HFTokenizer(build_byte_tokenizer(), "byte tokenizer")
+    return ByteTokenizer()
 
 
 def first_line(exc: BaseException) -> str:

@@ -14,13 +14,7 @@ from dataclasses import dataclass
 from ..trace import Special, frames_segments, prompt_segments, tokens
 from ..trace.frame import Frame
 
-BYTE_OFFSET = 3
-PAD_ID = 0
-EOS_ID = 1
-#: ids of the special tokens in the byte tokenizer (cwmtui/model/byte_tokenizer.py)
-SPECIAL_IDS = {tokens.PAD: 0, tokens.END_OF_TEXT: 1, "<|unk|>": 2, tokens.BEGIN_OF_TEXT: 259}
-SPECIAL_IDS.update({tok: 260 + i for i, tok in enumerate(tokens.TRACE_TOKENS)})
-VOCAB_USED = 260 + len(tokens.TRACE_TOKENS)  # 268 ids in use
+from ..model.byte_tokenizer import BYTE_OFFSET, EOS_ID, PAD_ID, SPECIAL_IDS, VOCAB_USED  # noqa: F401 (re-exported)
 
 
 def encode_segments(segments) -> list[int]:
