@@ -23,10 +23,8 @@ Python: no UI here.
 
 from __future__ import annotations
 
-import gc
 import os
 import threading
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from typing import Callable, Sequence
 
@@ -37,6 +35,7 @@ from .analysis.lens import Lens, byte_pieces, token_lens
 from .analysis.recovery import Recovery, recovery, teacher_force
 from .interpreter import Interpreter, Limits, Program
 from .trace import Event, Frame, OutputChunk, Trace, TraceStatus, tokens
+from .trace.collector import collector_paused
 from .trace.frame import frames_from_json
 from .trace.stored import StoredFrames, frame_row, stored_frames
 
@@ -546,7 +545,7 @@ class DebugSession:
             raise SessionError(f"{path}: no such file") from None
         except OSError as exc:
             raise SessionError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-        with _collector_paused():
+        with collector_paused():
             try:
                 data = orjson.loads(raw)
             except ValueError:
@@ -555,20 +554,6 @@ class DebugSession:
                 return cls.from_json(data, backend)
             except SessionError as exc:
                 raise SessionError(f"{path}: {exc}") from None
-
-
-@contextmanager
-def _collector_paused():
-    """Reading a session makes millions of small objects at once, none of them garbage: the
-    cyclic garbage collector would scan them again and again while they are made."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
 
 
 def _default_options():

@@ -14,7 +14,7 @@ from cwmtui.analysis.compare import StepKind
 from cwmtui.interpreter import load_program, program_from_source
 from cwmtui.model.replay import ReplayBackend, load_replay
 from cwmtui.session import FORMAT_VERSION, Branch, DebugSession, SessionError
-from cwmtui.trace import Frame
+from cwmtui.trace import Event, Frame
 
 from .conftest import GOLDEN, ROOT
 from .world_models import OracleBackend, both, wrong_line, wrong_return, wrong_value
@@ -205,6 +205,10 @@ def test_a_reopened_session_shows_every_row_as_it_was_saved(strawberry, tmp_path
     assert rows(after) == rows(before)
     assert (after.verdict, after.first_divergence, after.agreed_steps) == (before.verdict, before.first_divergence, before.agreed_steps)
     assert after.divergent_rows() == before.divergent_rows()
+    for event in Event:  # what c / C jump between
+        assert after.rows_of_event(event) == before.rows_of_event(event)
+    assert after.rows_of_event(Event.CALL) and after.rows_of_event(Event.RETURN)
+    assert [after.frames_at(r) for r in range(len(after.steps))] == [before.frames_at(r) for r in range(len(before.steps))]
     assert list(after.alignment) == list(before.alignment)
     assert list(again.branches[0].frames) == frames and [f.tokens for f in again.branches[0].frames] == [f.tokens for f in frames]
     again.save(str(again_path))

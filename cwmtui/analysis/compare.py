@@ -19,6 +19,8 @@ from itertools import chain
 from typing import Sequence
 
 from ..trace import Event, Frame, Status, Trace
+from ..trace.collector import collector_paused
+from ..trace.stored import StoredFrames
 from ..trace.tokens import strip_marker
 from .values import exception_matches, literal_equal, shorten, type_name
 
@@ -230,6 +232,19 @@ class Comparison:
             return self.steps.divergent_rows()
         return [s.step for s in self.steps if s.kind.is_divergence]
 
+    def rows_of_event(self, event: Event) -> list[int]:
+        """Every row whose frame (the truth's, else the model's) has ``event``, in order."""
+        if isinstance(self.steps, SavedSteps):
+            return self.steps.rows_of_event(event)
+        return [s.step for s in self.steps if (s.truth or s.model) is not None and (s.truth or s.model).event is event]
+
+    def frames_at(self, row: int) -> tuple[Frame | None, Frame | None]:
+        """The truth's and the model's frame at ``row`` (without building a saved row)."""
+        if isinstance(self.steps, SavedSteps):
+            return self.steps.frames_at(row)
+        step = self.steps[row]
+        return step.truth, step.model
+
     def to_saved(self) -> dict:
         """What :meth:`from_saved` needs to rebuild the comparison without comparing again.
 
@@ -406,6 +421,18 @@ class SavedSteps(Sequence[StepComparison]):
         for row in range(self._length):
             yield self[row]
 
+    def frames_at(self, row: int) -> tuple[Frame | None, Frame | None]:
+        ti, mi, _ = self.locate(row)
+        return (self._truth[ti] if ti is not None else None), (self._frames[mi] if mi is not None else None)
+
+    def rows_of_event(self, event: Event) -> list[int]:
+        truth, model = _events_of(self._truth), _events_of(self._frames)
+        rows: list[int] = []
+        for start, (t0, m0, count, _) in zip(self._starts, self._runs):
+            events, first = (truth, t0) if t0 is not None else (model, m0)
+            rows.extend(start + k for k in range(count) if events[first + k] is event)
+        return rows
+
     def divergent_rows(self) -> list[int]:
         rows: list[int] = []
         for start, (_, _, count, kind) in zip(self._starts, self._runs):
@@ -416,6 +443,10 @@ class SavedSteps(Sequence[StepComparison]):
     def saved(self) -> tuple[list, list, dict]:
         runs = [[t0, m0, count, kind.value] for t0, m0, count, kind in self._runs]
         return runs, self._truth_changed, {str(index): names for index, names in self._model_changed.items()}
+
+
+def _events_of(frames: Sequence[Frame]) -> list:
+    return frames.events() if isinstance(frames, StoredFrames) else [f.event for f in frames]
 
 
 class SavedAlignment(Sequence[tuple]):
@@ -475,6 +506,9 @@ def _compare_pair(truth: Frame, model: Frame) -> tuple[StepKind, list[VariableDi
     if truth.event in (Event.CALL, Event.LINE):
         expected = truth.locals or {}
         predicted = model.locals or {}
+        if expected == predicted:  # the usual case, settled at C speed
+            order = expected is not predicted and list(expected) != list(predicted)
+            return StepKind.MATCH, [], order, "same locals in another order" if order else ""
         diffs: list[VariableDiff] = []
         for name, value in expected.items():
             other = predicted.get(name)
@@ -606,6 +640,11 @@ def _truth_facts(frames: list[Frame]) -> tuple[list, list[set[str]]]:
 
 def compare(truth: Trace, frames: Sequence[Frame], status=None) -> Comparison:
     """Compare the truth with a model's frames; ``status`` is the rollout's (RolloutStatus or name)."""
+    with collector_paused():  # a row, two sets and a list a step: the collector would rescan them
+        return _compare(truth, frames, status)
+
+
+def _compare(truth: Trace, frames: Sequence[Frame], status) -> Comparison:
     status = status_name(status)
     if status == "BUDGET" and frames and frames[-1].is_error:
         frames = frames[:-1]  # the frame the budget cut off in the middle: not a format error

@@ -141,6 +141,7 @@ class StoredFrames(Sequence[Frame]):
             self._starts = [0, *accumulate(counts)][:-1]
             length = sum(counts)
         self._frames: list[Frame | None] = [None] * length
+        self._events: list | None = None
 
     def __len__(self) -> int:
         return len(self._frames)
@@ -184,6 +185,23 @@ class StoredFrames(Sequence[Frame]):
 
     def __repr__(self) -> str:
         return f"<StoredFrames: {len(self)} frames>"
+
+    def events(self) -> list:
+        """Each frame's event (None for a malformed frame), without building the frames."""
+        if self._events is None:
+            if self._starts is None:
+                self._events = [EVENTS[row[0]] if row[0] else None for row in self._items]
+            else:
+                base = self._base.events() if isinstance(self._base, StoredFrames) else [f.event for f in self._base]
+                events: list = []
+                for item in self._items:
+                    if type(item) is dict:
+                        first = item["same_as"]
+                        events.extend(base[first:first + item.get("count", 1)])
+                    else:
+                        events.append(EVENTS[item[0]] if item[0] else None)
+                self._events = events
+        return self._events
 
     def token_counts(self) -> list[int]:
         """Each frame's token count, without building the frames."""

@@ -263,12 +263,7 @@ class BranchView:
 
     def _call_rows(self) -> list[int]:
         if self._calls is None:
-            rows = []
-            for step in self.steps:
-                frame = step.truth or step.model
-                if frame is not None and frame.event is Event.CALL:
-                    rows.append(step.step)
-            self._calls = rows
+            self._calls = self.comparison.rows_of_event(Event.CALL)
         return self._calls
 
     def next_call(self, row: int) -> int | None:
@@ -287,10 +282,10 @@ class BranchView:
         n = len(self.steps)
         if not n or not needle:
             return None
+        frames_at = self.comparison.frames_at
         for offset in range(1, n + 1):
             row = (start - offset) % n if backwards else (start + offset) % n
-            step = self.steps[row]
-            for frame in (step.truth, step.model):
+            for frame in frames_at(row):
                 if frame is None:
                     continue
                 if frame.locals:

@@ -9,6 +9,7 @@ happen inside the app, in workers.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 
 from .app import CwmApp
@@ -116,6 +117,10 @@ def session_app(path: str, open_model: ModelOpener | None = None, rollout_change
         session = DebugSession.load(path)
     except SessionError as exc:
         raise LaunchError(str(exc)) from None
+    # The session is kept as long as the app runs. Its few hundred thousand containers hold no
+    # reference cycles (reference counting frees them); the cyclic collector, scanning them
+    # again and again while the app starts, would cost more than reading them did.
+    gc.freeze()
     if rollout_changes and session.options is not None:
         session.options = dataclasses.replace(session.options, **rollout_changes)
     view = SessionView.from_session(session, origin=f"session {path}")
@@ -130,4 +135,7 @@ def session_app(path: str, open_model: ModelOpener | None = None, rollout_change
 
 def open_session_file(path: str, open_model: ModelOpener | None = None, rollout_changes: dict | None = None, *,
                       theme: str, layout: str = "auto", export_dir: str = ".") -> int:
-    return run_app(session_app(path, open_model, rollout_changes, theme=theme, layout=layout, export_dir=export_dir))
+    try:
+        return run_app(session_app(path, open_model, rollout_changes, theme=theme, layout=layout, export_dir=export_dir))
+    finally:
+        gc.unfreeze()
