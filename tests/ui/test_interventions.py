@@ -6,12 +6,14 @@ one mistake it is told to, so what each branch should show is known exactly. No 
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
 
 from cwmtui.interpreter import load_program
 from cwmtui.model import RolloutOptions
+from cwmtui.model.backend import is_cancelled
 from cwmtui.ui.app import CwmApp
 from cwmtui.ui.live import LiveSession
 from cwmtui.ui.screens import EditLocalsScreen, ErrorScreen, OverrideScreen
@@ -54,13 +56,34 @@ class SlowOracle(OracleBackend):
         return super().complete(*args, **kwargs)
 
 
+class GatedOracle(OracleBackend):
+    """The oracle that stops after ``hold`` completions until the test opens ``gate``: the
+    rollout is caught mid-stream whatever the machine's load."""
+
+    def __init__(self, *args, hold: int = 8, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.hold = hold
+        self.completions = 0
+        self.gate = threading.Event()
+
+    def complete(self, *args, **kwargs):
+        self.completions += 1
+        cancel = args[6] if len(args) > 6 else kwargs.get("cancel")
+        waited = time.monotonic()
+        while self.completions > self.hold and not self.gate.wait(0.02) and time.monotonic() - waited < 30:
+            if is_cancelled(cancel):  # Esc or quit: the rollout stops at this call
+                break
+        return super().complete(*args, **kwargs)
+
+
 async def test_the_main_rollout_streams_into_the_model_timeline(strings):
     program, truth = strings
-    backend = SlowOracle(program, truth.frames, mistakes={11: wrong_line(WRONG_LINE)})
+    backend = GatedOracle(program, truth.frames, mistakes={11: wrong_line(WRONG_LINE)})
     app = live_app(program, backend)
     async with app.run_test(size=SIZE) as pilot:
         screen = app.debugger
         await wait_for(pilot, lambda: app.view is not None and len(app.view.branches[0].frames) >= 5)
+        await pilot.pause(0.2)  # whatever was written before the gate is drawn
         branch = app.view.branches[0]
         assert branch.running and len(branch.frames) < len(truth.frames)  # part of it is on screen
         model = screen.query_one("#model")
@@ -70,6 +93,7 @@ async def test_the_main_rollout_streams_into_the_model_timeline(strings):
         assert "(model still writing" not in model.render_line(pending - 1).text
         assert "writing" in model.border_title
         assert "model writing step" in screen.query_one("#status").plain
+        backend.gate.set()
         await wait_for(pilot, lambda: main_done(app))
         assert branch.status == "ended"
         assert branch.first_divergence.step == 11 and branch.first_divergence.kind == "action"
@@ -164,7 +188,7 @@ async def test_teacher_forced_rollout_is_a_branch_of_its_own(strings):
 async def test_escape_cancels_a_running_rollout(strings):
     program, truth = strings
 
-    app = live_app(program, SlowOracle(program, truth.frames))
+    app = live_app(program, GatedOracle(program, truth.frames, hold=5))
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.view is not None and not app.view.branches[0].placeholder)
         assert app.view.branches[0].running
