@@ -48,14 +48,6 @@ def live_app(program, backend, interpreter=None, **options) -> CwmApp:
     return CwmApp(opener=live.start)
 
 
-class SlowOracle(OracleBackend):
-    """The oracle at the pace of a small model on a CPU (a frame every few tens of ms)."""
-
-    def complete(self, *args, **kwargs):
-        time.sleep(0.03)
-        return super().complete(*args, **kwargs)
-
-
 class GatedOracle(OracleBackend):
     """The oracle that stops after ``hold`` completions until the test opens ``gate``: the
     rollout is caught mid-stream whatever the machine's load."""
