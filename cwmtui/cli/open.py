@@ -22,7 +22,7 @@ def build_parser() -> Parser:
     parser = Parser(prog="cwmtui open", description="Reopen a session saved with x (or cwmtui diff --save) in the debugger; "
                     "with --model or --server, go on overriding with that model (read-only without one).")
     parser.add_argument("session", help="a session file (.json)")
-    add_model_options(parser)
+    add_model_options(parser, bundled_by_default=False)
     parser.set_defaults(model=None, **{name: None for name in ROLLOUT_OPTIONS})  # None: the session's own
     add_ui_options(parser)
     return parser

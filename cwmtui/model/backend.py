@@ -218,13 +218,15 @@ def _top_p(value: str) -> float:
     return number
 
 
-def add_model_options(parser: argparse.ArgumentParser) -> None:
-    """The options every verb that runs a world model shares."""
+def add_model_options(parser: argparse.ArgumentParser, bundled_by_default: bool = True) -> None:
+    """The options every verb that runs a world model shares. ``bundled_by_default``: without a
+    model option the verb uses the bundled model (False: it runs no model, as ``cwmtui open``)."""
     from .rollout import RolloutOptions
 
     default = RolloutOptions()
     group = parser.add_argument_group("world model")
-    group.add_argument("--model", metavar="PATH|bundled", default=None, help="a local Hugging Face model directory, or 'bundled' (the default): the small byte-level CWM shipped with cwmtui")
+    bundled = "'bundled' (the default)" if bundled_by_default else "'bundled' (without a model option, none runs)"
+    group.add_argument("--model", metavar="PATH|bundled", default=None, help=f"a local Hugging Face model directory, or {bundled}: the small byte-level CWM shipped with cwmtui")
     group.add_argument("--device", type=_device, default="auto", metavar="auto|cpu|cuda|cuda:N", help="where a --model runs (default auto: the GPU when there is one; bf16 on GPU, fp32 on CPU)")
     group.add_argument("--server", metavar="URL", help="an OpenAI-compatible server instead of a local model, e.g. http://localhost:8000 (vllm serve facebook/cwm)")
     group.add_argument("--server-kind", choices=("vllm", "fgserve"), default="vllm", help="the server's protocol: vllm (/v1/completions, the default) or fgserve (Meta's /completions)")
