@@ -116,6 +116,7 @@ class LiveSession:
     def _open(self, cancel: threading.Event) -> None:
         from ..session import DebugSession
 
+        opening = self._start_opening()  # the model loads while the truth is recorded
         self._post(Activity("recording the program under the interpreter…"))
         session = DebugSession(self.program, None, self.options, self.limits)
         truth = session.run_truth()
@@ -129,7 +130,7 @@ class LiveSession:
         self.session = session
         if self.open_model is not None:
             self._post(SessionReady(self._view(session, "loading the model…")))
-        if not self._attach_model(session):
+        if not self._attach_model(session, opening):
             return
         self._post(SessionReady(self._view(session, "the model is starting…")))
         if cancel.is_set():
@@ -150,14 +151,38 @@ class LiveSession:
         branch = session.run_main(on_frame=self._on_frame, cancel=cancel)
         self._finished(branch)
 
-    def _attach_model(self, session) -> bool:
-        """Open the model and give it to the session; False (the reason shown) when there is none."""
+    def _start_opening(self):
+        """Start opening the model in a thread of its own; (thread, result) or None."""
+        if self.open_model is None:
+            return None
+        result: dict = {}
+
+        def run() -> None:
+            try:
+                result["backend"] = self.open_model(self._progress)
+            except Exception as exc:  # noqa: BLE001 - handed to _attach_model
+                result["error"] = exc
+
+        thread = threading.Thread(target=run, name="cwmtui-open-model", daemon=True)
+        thread.start()
+        return thread, result
+
+    def _attach_model(self, session, opening=None) -> bool:
+        """Open the model (or take the one ``opening`` started) and give it to the session;
+        False (the reason shown) when there is none."""
         reason = "no model was given"
         backend = None
         if self.open_model is not None:
             self._post(Activity("loading the model…"))
             try:
-                backend = self.open_model(self._progress)
+                if opening is None:
+                    backend = self.open_model(self._progress)
+                else:
+                    thread, result = opening
+                    thread.join()
+                    if "error" in result:
+                        raise result["error"]
+                    backend = result["backend"]
             except Exception as exc:  # noqa: BLE001 - ModelError and anything a loader raises
                 reason = _one_line(exc)
                 self._post(WorkFailed("no model", reason))
