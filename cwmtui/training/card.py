@@ -174,10 +174,10 @@ def render(path: str, m: dict) -> str:
                 first = f"none in the {row['frames_in_context']} frames that fit the context"
             lines.append(f"| {name} | {row['frames']} | {row['tokens']} | {first} |")
         lines += ["", "Step 0 is the entry CALL frame (forced from the truth); step 1 is the first frame the model writes."]
-    lines += ["", "Greedy decoding speed (fp32, KV cache, one torch thread, machine load average "
+    lines += ["", "Greedy decoding speed (fp32, KV cache, one thread, machine load average "
               f"{m.get('load_average', '?')} while measuring): transformers forward per token "
-              f"{m['decode_tokens_per_s']:.0f} tokens/s; `cwmtui.model.llama_decoder.LlamaDecoder` "
-              f"{m.get('lean_decode_tokens_per_s', 0):.0f} tokens/s (see docs/benchmarks.md for figures on an idle machine).", "",
+              f"{m['decode_tokens_per_s']:.0f} tokens/s; `cwmtui.model.llama_decoder.LlamaDecoder` (numpy, what "
+              f"`cwmtui` runs) {m.get('lean_decode_tokens_per_s', 0):.0f} tokens/s (see docs/benchmarks.md, also for start-up).", "",
               "Meta CWM figures are the published ones for the 32B model (\"Debugging code world models\",",
               "arXiv 2602.07672): S5 free-running 100/80/40/0/0% at N = 8..128; string nesting 90/75/58/39/25%",
               "at depth 1..5. Regenerate this card with `cwmtui train --card`.", ""]
