@@ -117,11 +117,16 @@ class Branch:
         )
         saved = data.get("comparison")
         if saved is not None and truth_changed is not None and version >= 2:
-            saved = {**saved, "verdict": data["verdict"], "first_divergence": data["first_divergence"],
-                     "truth_changed": truth_changed}
-            branch.comparison = Comparison.from_saved(saved, truth, branch.frames)
-            if data.get("recovery") is not None:
-                branch.recovery = Recovery.from_json(data["recovery"], branch.comparison)
+            # the saved comparison spares recomputing it; one that does not fit the frames (a
+            # stale or edited file) is dropped, and the session compares the branch again
+            try:
+                saved = {**saved, "verdict": data["verdict"], "first_divergence": data["first_divergence"],
+                         "truth_changed": truth_changed}
+                branch.comparison = Comparison.from_saved(saved, truth, branch.frames)
+                if data.get("recovery") is not None:
+                    branch.recovery = Recovery.from_json(data["recovery"], branch.comparison)
+            except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+                branch.comparison = branch.recovery = None
         return branch
 
 

@@ -302,3 +302,30 @@ def test_model_values_with_bad_escapes_print_no_warning():
     run = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert run.stderr == ""
+
+
+def test_the_collector_pause_is_thread_safe():
+    # the UI thread and worker threads compare at once: overlapping pauses must not leave the
+    # cyclic garbage collector off for good
+    import gc
+    import sys
+    import threading
+
+    from cwmtui.trace.collector import collector_paused
+
+    def work():
+        for _ in range(20_000):
+            with collector_paused():
+                pass
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert gc.isenabled()

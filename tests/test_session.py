@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from cwmtui.analysis.compare import StepKind
+from cwmtui.analysis.compare import StepKind, compare
 from cwmtui.interpreter import load_program, program_from_source
 from cwmtui.model.replay import ReplayBackend, load_replay
 from cwmtui.session import FORMAT_VERSION, Branch, DebugSession, SessionError
@@ -271,13 +271,6 @@ def test_loading_bad_files_says_what_is_wrong(tmp_path):
     lambda d: d["branches"][0]["frames"][0].__setitem__("lineno", 7),
     lambda d: d["branches"][0]["frames"][0]["tokens"].pop(),
     lambda d: d["branches"][0]["frames"].insert(1, [None, "x", "7", 0, "f", None, None, {"error": "e"}]),
-    lambda d: d["branches"][0]["comparison"]["rows"][0].__setitem__(2, 10**6),  # rows that do not fit the frames
-    lambda d: d["branches"][0]["comparison"]["rows"][0].__setitem__(3, "so-so"),
-    lambda d: d["branches"][0]["comparison"]["model_changed"].__setitem__("9999", ["word"]),
-    lambda d: d["branches"][0]["comparison"]["model_changed"].__setitem__("x", ["word"]),
-    lambda d: d["branches"][0]["comparison"].__setitem__("model_changed", [["word"]]),
-    lambda d: d.__setitem__("truth_changed", [[1]] * len(d["truth"]["frames"])),
-    lambda d: d["branches"][0].__setitem__("first_divergence", {"step": 10**6}),
     lambda d: d.__setitem__("settings", 5),
     lambda d: d.__setitem__("model", 5),
     lambda d: d.__setitem__("branches", "x"),
@@ -304,3 +297,35 @@ def test_replayed_generation_runs_as_main_and_refuses_overrides(interpreter):
     assert (first.kind, first.variables, first.string_valued) == ("state", ["s"], True)
     with pytest.raises(SessionError, match="replay"):
         session.override(main, 5, locals={"array": "[]", "s": "''"})
+
+
+@pytest.mark.parametrize("damage", [
+    lambda d: d["branches"][0]["comparison"]["rows"][0].__setitem__(2, 10**6),  # rows that do not fit the frames
+    lambda d: d["branches"][0]["comparison"]["rows"][0].__setitem__(3, "so-so"),
+    lambda d: d["branches"][0]["comparison"]["model_changed"].__setitem__("9999", ["word"]),
+    lambda d: d["branches"][0]["comparison"]["model_changed"].__setitem__("x", ["word"]),
+    lambda d: d["branches"][0]["comparison"].__setitem__("model_changed", [["word"]]),
+    lambda d: d.__setitem__("truth_changed", [[1]] * len(d["truth"]["frames"])),
+    lambda d: d["branches"][0].__setitem__("first_divergence", {"step": 10**6}),
+    lambda d: d["branches"][0]["first_divergence"].__setitem__("line", "seven"),  # once a crash in the source pane
+    lambda d: d["branches"][0]["frames"].append([None, "x", 7, 0, "f", None, None, {"error": "e"}]),  # a frame no row shows
+])
+def test_a_saved_comparison_that_does_not_fit_is_compared_again(strawberry, tmp_path, damage):
+    # the comparison is derived data: the frames (the user's data) decide, so a stale or damaged
+    # comparison is recomputed rather than shown wrong or refusing the file
+    path = tmp_path / "session.json"
+    session = session_with(strawberry)
+    session.run_main()
+    session.save(str(path))
+    data = json.loads(path.read_text())
+    if data["branches"][0]["first_divergence"] is None:
+        data["branches"][0]["first_divergence"] = {"step": 0, "kind": "action", "variables": [], "string_valued": False,
+                                                  "regime": "x", "explanation": "x", "line": 1}
+    damage(data)
+    path.write_text(json.dumps(data))
+    reopened = DebugSession.load(str(path))
+    branch = reopened.branches[0]
+    fresh = compare(reopened.truth, list(branch.frames), branch.status)
+    assert branch.comparison.verdict == fresh.verdict
+    assert [(r.kind, r.truth_index, r.model_index) for r in branch.comparison.steps] == \
+        [(r.kind, r.truth_index, r.model_index) for r in fresh.steps]

@@ -197,7 +197,8 @@ class Divergence:
             truth_index=truth_index, model_index=model_index, lineno=data.get("line"),
         )
         fields = (divergence.step, divergence.kind, divergence.string_valued, divergence.regime, divergence.explanation)
-        if [type(v) for v in fields] != [int, str, bool, str, str] or not all(isinstance(v, str) for v in divergence.variables):
+        if [type(v) for v in fields] != [int, str, bool, str, str] or not all(isinstance(v, str) for v in divergence.variables) \
+                or not (divergence.lineno is None or type(divergence.lineno) is int):
             raise TypeError("a divergence's fields have the wrong types")
         return divergence
 
@@ -275,6 +276,11 @@ class Comparison:
         rows are built when first asked for. Raises TypeError or ValueError where the data do
         not fit the frames (a damaged file)."""
         steps = SavedSteps(data["rows"], truth, frames, data["truth_changed"], data["model_changed"])
+        # every model frame is on a row, but for a last frame the token budget cut off (compare()
+        # leaves it out): a comparison saved while frames kept coming is stale
+        cut = status_name(data["status"]) == "BUDGET" and frames and frames[-1].is_error
+        if steps.model_frames != len(frames) and not (cut and steps.model_frames == len(frames) - 1):
+            raise ValueError(f"the comparison covers {steps.model_frames} of the model's {len(frames)} frames")
         first = data.get("first_divergence")
         if first is not None:
             if not isinstance(first.get("step"), int) or not 0 <= first["step"] < len(steps):
@@ -370,6 +376,7 @@ class SavedSteps(Sequence[StepComparison]):
             n_model += count if m0 is not None else 0
         if n_truth != len(truth) or n_model > len(frames):
             raise ValueError(f"the comparison's rows do not fit the frames ({n_truth} of {len(truth)}, {n_model} of {len(frames)})")
+        self.model_frames = n_model  # the model's frames on rows
         _check_names(truth_changed, n_truth)
         if not isinstance(model_changed, dict):
             raise TypeError("the names the model's frames changed must be an object")
