@@ -314,9 +314,9 @@ def test_the_collector_pause_is_thread_safe():
     from cwmtui.trace.collector import collector_paused
 
     def work():
-        for _ in range(20_000):
+        for _ in range(100_000):
             with collector_paused():
-                pass
+                _ = [1]
 
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
