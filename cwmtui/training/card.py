@@ -136,7 +136,8 @@ def render(path: str, m: dict) -> str:
            if info.get("decay_tokens") else "")
         + f", {info.get('batch_tokens', '?')} tokens a step, {info.get('runs', 1)} resumed run(s)",
         "- reproduce: `cwmtui train --out runs/main` (resume with `--resume runs/main`), then "
-        "`cwmtui train --resume runs/main --export bundled` and `cwmtui train --card`",
+        "`cwmtui train --resume runs/main --export bundled` and `cwmtui train --card`; to go on from these "
+        "weights without the checkpoint: `cwmtui train --init bundled --out runs/more` (fresh optimizer, the token count continues)",
         "- training loss (mean cross-entropy per byte over the trace frames) by tokens seen: "
         + ", ".join(f"{t:g}M {l:.3f}" for t, l in info.get("loss_curve", [])),
         "",
