@@ -255,6 +255,18 @@ def test_loading_bad_files_says_what_is_wrong(tmp_path):
         DebugSession.load(str(other))
 
 
+def saved_then_damaged(case, tmp_path, damage):
+    """The oracle's session saved, then its JSON changed by ``damage``; the file's path."""
+    path = tmp_path / "session.json"
+    session = session_with(case)
+    session.run_main()
+    session.save(str(path))
+    data = json.loads(path.read_text())
+    damage(data)
+    path.write_text(json.dumps(data))
+    return path
+
+
 @pytest.mark.parametrize("damage", [
     lambda d: d["truth"].__setitem__("frames", "x"),
     lambda d: d["truth"]["frames"].__setitem__(0, {"same_as": 0}),  # the truth refers to nothing
@@ -276,13 +288,7 @@ def test_loading_bad_files_says_what_is_wrong(tmp_path):
     lambda d: d.__setitem__("branches", "x"),
 ])
 def test_a_damaged_session_file_is_refused_in_one_line(strawberry, tmp_path, damage):
-    path = tmp_path / "session.json"
-    session = session_with(strawberry)
-    session.run_main()
-    session.save(str(path))
-    data = json.loads(path.read_text())
-    damage(data)
-    path.write_text(json.dumps(data))
+    path = saved_then_damaged(strawberry, tmp_path, damage)
     with pytest.raises(SessionError, match="the session file is damaged"):
         DebugSession.load(str(path))
 
@@ -313,16 +319,12 @@ def test_replayed_generation_runs_as_main_and_refuses_overrides(interpreter):
 def test_a_saved_comparison_that_does_not_fit_is_compared_again(strawberry, tmp_path, damage):
     # the comparison is derived data: the frames (the user's data) decide, so a stale or damaged
     # comparison is recomputed rather than shown wrong or refusing the file
-    path = tmp_path / "session.json"
-    session = session_with(strawberry)
-    session.run_main()
-    session.save(str(path))
-    data = json.loads(path.read_text())
-    if data["branches"][0]["first_divergence"] is None:
-        data["branches"][0]["first_divergence"] = {"step": 0, "kind": "action", "variables": [], "string_valued": False,
-                                                  "regime": "x", "explanation": "x", "line": 1}
-    damage(data)
-    path.write_text(json.dumps(data))
+    def with_a_divergence(data):  # the oracle agrees: give the damage a divergence to work on
+        data["branches"][0]["first_divergence"] = data["branches"][0]["first_divergence"] or {
+            "step": 0, "kind": "action", "variables": [], "string_valued": False, "regime": "x", "explanation": "x", "line": 1}
+        damage(data)
+
+    path = saved_then_damaged(strawberry, tmp_path, with_a_divergence)
     reopened = DebugSession.load(str(path))
     branch = reopened.branches[0]
     fresh = compare(reopened.truth, list(branch.frames), branch.status)
