@@ -32,6 +32,7 @@ import threading
 import time
 import types
 
+_LINETRACE_ABI = 4  # LINETRACE_ABI in _linetrace.c
 
 
 def _load_line_tracer():
@@ -55,7 +56,6 @@ def _load_line_tracer():
     return None
 
 
-_LINETRACE_ABI = 4  # LINETRACE_ABI in _linetrace.c
 _linetrace = _load_line_tracer()
 _LineTracer = _linetrace.LineTracer if _linetrace is not None else None
 

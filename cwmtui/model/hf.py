@@ -266,14 +266,8 @@ class TransformersBackend(Backend):
 
     # -- tokens ------------------------------------------------------------------------------
     def _find_eos_ids(self) -> set[int]:
-        ids = {self.special_ids[tokens.END_OF_TEXT]}
-        for config in (getattr(self.model, "generation_config", None), self.model.config):
-            value = getattr(config, "eos_token_id", None) if config is not None else None
-            if isinstance(value, int):
-                ids.add(value)
-            elif isinstance(value, (list, tuple)):
-                ids.update(v for v in value if isinstance(v, int))
-        return ids
+        configs = (getattr(self.model, "generation_config", None), self.model.config)
+        return eos_ids(self.special_ids, [getattr(c, "eos_token_id", None) for c in configs if c is not None])
 
     def encode(self, text: str) -> list[int]:
         return self._tokens.encode(text)
@@ -431,6 +425,17 @@ class TransformersBackend(Backend):
     def close(self) -> None:
         self.reset()
         self.model = None
+
+
+def eos_ids(special_ids: dict[str, int], declared) -> set[int]:
+    """``<|end_of_text|>``'s id and every ``eos_token_id`` a config declares (an id or a list)."""
+    ids = {special_ids[tokens.END_OF_TEXT]}
+    for value in declared:
+        if isinstance(value, int):
+            ids.add(value)
+        elif isinstance(value, (list, tuple)):
+            ids.update(v for v in value if isinstance(v, int))
+    return ids
 
 
 def _lean_decoder(model, target, dtype, params: int):

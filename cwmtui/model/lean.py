@@ -17,10 +17,10 @@ import os
 
 import numpy as np
 
-from ..trace import tokens
 from .backend import ModelError, Progress
 from .byte_tokenizer import ByteTokenizer
-from .hf import TransformersBackend, _size, check_model_dir
+from .hf import TransformersBackend, _size, check_model_dir, eos_ids
+from .tokenizer import first_line
 
 _MAX_PARAMS = 50_000_000  # beyond this, transformers' batched kernels are worth their import
 
@@ -94,19 +94,13 @@ class LeanBackend(TransformersBackend):
         try:
             self._lean = LlamaDecoder.from_directory(path)
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            text = str(exc).strip()
-            raise ModelError(f"{path}: cannot load the model: {text.splitlines()[0] if text else type(exc).__name__}") from None
+            raise ModelError(f"{path}: cannot load the model: {first_line(exc)}") from None
         config = _read_json(os.path.join(path, "config.json"))
         generation = _read_json(os.path.join(path, "generation_config.json"))
         self.model = None
         self.device = "cpu"
         self.dtype = "float32"
-        self._eos_ids = {self.special_ids[tokens.END_OF_TEXT]}
-        for value in (config.get("eos_token_id"), generation.get("eos_token_id")):
-            if isinstance(value, int):
-                self._eos_ids.add(value)
-            elif isinstance(value, list):
-                self._eos_ids.update(v for v in value if isinstance(v, int))
+        self._eos_ids = eos_ids(self.special_ids, (config.get("eos_token_id"), generation.get("eos_token_id")))
         self.context_length = config.get("max_position_embeddings")
         self._cache = None
         self._cached: list[int] = []
@@ -141,9 +135,6 @@ class LeanBackend(TransformersBackend):
             sorted_probs[(np.cumsum(sorted_probs) - sorted_probs) >= top_p] = 0.0
             return int(order[generator.choice(len(order), p=sorted_probs / sorted_probs.sum())])
         return int(generator.choice(len(probs), p=probs))
-
-    def _find_eos_ids(self) -> set[int]:
-        return self._eos_ids
 
     def close(self) -> None:
         self.reset()
