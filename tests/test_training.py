@@ -138,14 +138,17 @@ def test_train_checkpoint_resume_and_export(tmp_path):
 
     out = str(tmp_path / "run")
     common = ["--size", "tiny", "--batch-tokens", "1024", "--threads", "1", "--eval-minutes", "0"]
-    assert main(["train", "--out", out, "--steps", "2", *common]) == 0
+    schedule = ["--lr", "0.001", "--min-lr", "0.0001", "--decay-tokens", "4096"]
+    assert main(["train", "--out", out, "--steps", "2", *schedule, *common]) == 0
     first = load_checkpoint(out)
     assert first["state"]["step"] == 2 and first["state"]["tokens"] >= 2048
-    assert main(["train", "--resume", out, "--steps", "3", *common]) == 0
+    assert main(["train", "--resume", out, "--steps", "3", *common]) == 0  # no schedule flags: the run keeps its own
     second = load_checkpoint(out)
     assert second["state"]["step"] == 3 and second["state"]["runs"] == 2
+    assert (second["options"]["lr"], second["options"]["min_lr"], second["options"]["decay_tokens"]) == (0.001, 0.0001, 4096)
     lines = [json.loads(line) for line in open(os.path.join(out, "metrics.jsonl"))]
     assert [m["step"] for m in lines] == [1, 2, 3]
+    assert lines[-1]["lr"] <= 0.001  # still on the run's schedule, not back at the default peak
     target = str(tmp_path / "export")
     assert main(["train", "--resume", out, "--export", target]) == 0
     info = json.load(open(os.path.join(target, "training.json")))
@@ -246,6 +249,16 @@ def test_thread_choice_keeps_the_faster_count():
     for step in range(20, 24):
         choice.record(step, rates[choice.choose(step)])
     assert choice.choose(25) == 2
+
+
+def test_thread_choice_survives_a_resume_in_the_middle_of_a_probe():
+    from cwmtui.training.loop import ThreadChoice
+
+    choice = ThreadChoice(2, period=30, probe=2)
+    for step in range(32, 64):  # a resumed run starts at step 32: phase 2, only 2 threads probed
+        count = choice.choose(step)
+        choice.record(step, {1: 900.0, 2: 2000.0}[count])
+    assert choice.choose(65) == 2  # the first whole probe window decided
 
 
 def test_curriculum_lengthens_documents():

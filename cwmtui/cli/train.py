@@ -42,10 +42,10 @@ def build_parser() -> Parser:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch-tokens", type=int, default=8192, metavar="N", help="tokens per optimizer step")
     parser.add_argument("--micro-tokens", type=int, metavar="N", help="tokens per forward pass (default: --batch-tokens)")
-    parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate")
-    parser.add_argument("--min-lr", type=float, default=3e-4)
-    parser.add_argument("--decay-tokens", type=float, metavar="N", help="cosine-decay the learning rate to --min-lr over N tokens seen (default: constant)")
-    parser.add_argument("--decay-start", type=float, default=0, metavar="T", help="begin the decay at T tokens seen ('-1': now, the tokens seen so far), for an annealing phase")
+    parser.add_argument("--lr", type=float, help="peak learning rate (default 3e-3; a resumed run keeps its own)")
+    parser.add_argument("--min-lr", type=float, help="the rate the decay ends at (default 3e-4; a resumed run keeps its own)")
+    parser.add_argument("--decay-tokens", type=float, metavar="N", help="cosine-decay the learning rate to --min-lr over N tokens seen (default: constant; 0: constant; a resumed run keeps its own)")
+    parser.add_argument("--decay-start", type=float, metavar="T", help="begin the decay at T tokens seen ('-1': now, the tokens seen so far), for an annealing phase (default 0; a resumed run keeps its own)")
     parser.add_argument("--threads", type=int, default=2, help="most torch threads on CPU (the loop picks 1..N, whichever trains faster on the shared machine)")
     parser.add_argument("--workers", type=int, default=1, help="processes generating and tracing programs (raise it on a GPU)")
     parser.add_argument("--checkpoint-minutes", type=float, default=5.0, metavar="M")
@@ -98,8 +98,8 @@ def run(args) -> int:
         out=args.out or args.resume or os.path.join("runs", "train"),
         size=args.size, device=args.device, seed=args.seed, minutes=args.minutes, steps=args.steps,
         batch_tokens=args.batch_tokens, micro_tokens=args.micro_tokens or args.batch_tokens,
-        lr=args.lr, min_lr=args.min_lr, decay_tokens=int(args.decay_tokens) if args.decay_tokens else None,
-        decay_start=int(args.decay_start),
+        lr=args.lr, min_lr=args.min_lr, decay_tokens=None if args.decay_tokens is None else int(args.decay_tokens),
+        decay_start=None if args.decay_start is None else int(args.decay_start),
         checkpoint_minutes=args.checkpoint_minutes, threads=args.threads, resume=args.resume, init=args.init, precision=args.precision,
         workers=max(1, args.workers), eval_minutes=max(0.0, args.eval_minutes),
     )

@@ -132,7 +132,7 @@ def render(path: str, m: dict) -> str:
         f"({info.get('loss_tokens', 0) / 1e6:.1f}M under the loss); training time: "
         f"{info.get('train_seconds', 0) / 3600:.1f} h of compute on 2 shared CPU cores ({precision_phases(info)}); seed {info.get('seed', '?')}",
         f"- AdamW (0.9, 0.95), weight decay 0.1, peak learning rate {info.get('lr', '?')} after 100 warm-up steps"
-        + (f", cosine decay to a tenth over {info['decay_tokens'] / 1e6:.0f}M tokens from {info.get('decay_start', 0) / 1e6:.0f}M"
+        + (f", cosine decay to {info.get('min_lr') or 'a tenth of it'} over {info['decay_tokens'] / 1e6:.0f}M tokens from {info.get('decay_start', 0) / 1e6:.0f}M"
            if info.get("decay_tokens") else "")
         + f", {info.get('batch_tokens', '?')} tokens a step, {info.get('runs', 1)} resumed run(s)",
         "- reproduce: `cwmtui train --out runs/main` (resume with `--resume runs/main`), then "

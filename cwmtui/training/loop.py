@@ -26,11 +26,12 @@ class TrainOptions:
     steps: int | None = None
     batch_tokens: int = 8192
     micro_tokens: int = 8192
-    lr: float = 3e-3
-    min_lr: float = 3e-4
+    # the learning-rate schedule; None: the resumed checkpoint's setting, else SCHEDULE's default
+    lr: float | None = None
+    min_lr: float | None = None
     warmup: int = 100
-    decay_tokens: int | None = None  # cosine decay to min_lr over this many tokens (None: constant)
-    decay_start: int = 0  # tokens seen when the decay begins (an annealing phase of a long run)
+    decay_tokens: int | None = None  # cosine decay to min_lr over this many tokens (0: constant)
+    decay_start: int | None = None  # tokens seen when the decay begins (an annealing phase of a long run)
     weight_decay: float = 0.1
     checkpoint_minutes: float = 5.0
     eval_minutes: float = 10.0  # follow held-out exact match this often (0: never)
@@ -41,6 +42,19 @@ class TrainOptions:
     log_every: int = 10
     workers: int = 1  # data processes (more on a GPU, where tracing is the bottleneck)
     extra: dict = field(default_factory=dict)
+
+
+#: the schedule of a new run, where the options leave it unset (decay_tokens 0: a constant rate)
+SCHEDULE = {"lr": 3e-3, "min_lr": 3e-4, "decay_tokens": 0, "decay_start": 0}
+
+
+def resolve_schedule(opts: TrainOptions, saved: dict | None) -> None:
+    """Fill the schedule options left unset: a resumed run keeps its checkpoint's schedule (an
+    annealing run resumed without its flags must not jump back to the peak rate)."""
+    for name, default in SCHEDULE.items():
+        if getattr(opts, name) is None:
+            value = (saved or {}).get(name)
+            setattr(opts, name, default if value is None else value)
 
 
 def use_bf16(opts: TrainOptions) -> bool:
@@ -192,13 +206,15 @@ class ThreadChoice:
             count = self.counts[phase // self.probe]
             self.rates.setdefault(count, []).append(rate)
             if phase == window - 1:
-                # more threads only when clearly faster: a wrong pick costs a whole period
-                median = {c: sorted(r)[len(r) // 2] for c, r in self.rates.items()}
-                best = 1
-                for c in sorted(median):
-                    if median[c] > self.margin * median[best]:
-                        best = c
-                self.best = best
+                # a run resumed mid-window has not measured every count: keep the current pick
+                if len(self.rates) == len(self.counts):
+                    # more threads only when clearly faster: a wrong pick costs a whole period
+                    median = {c: sorted(r)[len(r) // 2] for c, r in self.rates.items()}
+                    best = 1
+                    for c in sorted(median):
+                        if median[c] > self.margin * median[best]:
+                            best = c
+                    self.best = best
                 self.rates = {}
 
 
@@ -265,6 +281,7 @@ def train(opts: TrainOptions) -> dict:
         state["precision"] = info.get("precision") or [[0, "bf16 autocast"]]
         prior_curve = info.get("loss_curve") or []
         state["optimizer_from"] = state["step"]  # a fresh optimizer warms up again
+    resolve_schedule(opts, ckpt["options"] if ckpt is not None else None)
     if opts.decay_start < 0:  # "from here": the decay starts at the tokens seen so far
         opts.decay_start = state["tokens"]
     model.to(device).train()
@@ -402,7 +419,7 @@ def export_checkpoint(checkpoint: str, out_dir: str) -> dict:
             "loss_tokens": state["loss_tokens"], "train_seconds": round(state["seconds"]),
             "seed": ckpt["options"]["seed"], "parameters": sum(p.numel() for p in model.parameters()),
             "lr": ckpt["options"]["lr"], "batch_tokens": ckpt["options"]["batch_tokens"],
-            "decay_tokens": ckpt["options"].get("decay_tokens"), "decay_start": ckpt["options"].get("decay_start", 0),
+            "min_lr": ckpt["options"].get("min_lr"), "decay_tokens": ckpt["options"].get("decay_tokens"), "decay_start": ckpt["options"].get("decay_start", 0),
             "runs": state.get("runs", 1), "precision": state.get("precision", [[0, "bf16 autocast"]]),
             "loss_curve": loss_curve(checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint))}
     export(model, out_dir, info)
