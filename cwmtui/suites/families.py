@@ -26,12 +26,14 @@ import random
 
 from ..interpreter import cruxeval_program
 from . import SuiteProgram, make_program, rng_for, s5, zoo
+from .preamble import preamble
 
 FAMILIES = ("crux", "loop", "helper", "exception", "grow", "story", "copy", "s5", "zoo")
 WORDS = ("apple", "sky", "banana", "rose", "hello", "mouse", "grass", "moon", "code", "lemon",
          "stars", "ocean", "tree", "bob", "kiwi", "abc", "xyz", "data", "level", "noon", "river")
 LETTERS = "abcdeilmnorstxyz"
 KEYS = ("a", "b", "c", "x", "y", "k", "n", "key", "one", "two")
+PREAMBLE_SHARE = 0.4  # of programs that begin with a module header (see preamble.py)
 
 
 class Env:
@@ -514,7 +516,16 @@ def copy_lines(rng: random.Random, size: int) -> str:
 
 
 def program(family: str, seed: int, index: int, size: int = 2) -> SuiteProgram:
-    """One training program of ``family``; ``size`` in 1..5 scales its length."""
+    """One training program of ``family``; ``size`` in 1..5 scales its length. A share of them
+    (``PREAMBLE_SHARE``) begins with a module header (docstring, comments, imports), as real files do."""
+    p = _bare(family, seed, index, size)
+    head = rng_for("preamble", family, seed, index)
+    if head.random() < PREAMBLE_SHARE:
+        p = make_program(preamble(head) + p.source, p.call, p.id, p.meta | {"preamble": True}, path=p.path)
+    return p
+
+
+def _bare(family: str, seed: int, index: int, size: int) -> SuiteProgram:
     rng = rng_for("train", family, seed, index)
     meta = {"suite": "train", "family": family, "seed": seed, "index": index, "size": size}
     pid = f"{family}-s{seed}-{index}"
