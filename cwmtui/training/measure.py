@@ -137,14 +137,14 @@ def lean_decode_speed(model, prompt_ids: list[int], new_tokens: int = 300) -> fl
 def decode_speed(model, prompt_ids: list[int], new_tokens: int = 300) -> float:
     """Greedy tokens per second with a KV cache (fp32), after the prompt is processed."""
     import torch
+    from transformers import DynamicCache
 
+    cache = DynamicCache()  # updated in place, as the transformers backend uses it
     with torch.inference_mode():
-        out = model(input_ids=torch.tensor([prompt_ids]), use_cache=True)
-        cache = out.past_key_values
+        out = model(input_ids=torch.tensor([prompt_ids]), cache=cache, use_cache=True)
         token = out.logits[:, -1:].argmax(-1)
         start = time.perf_counter()
         for _ in range(new_tokens):
-            out = model(input_ids=token, past_key_values=cache, use_cache=True)
-            cache = out.past_key_values
+            out = model(input_ids=token, cache=cache, use_cache=True)
             token = out.logits[:, -1:].argmax(-1)
         return new_tokens / (time.perf_counter() - start)
