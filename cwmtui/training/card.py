@@ -121,7 +121,9 @@ def render(path: str, m: dict) -> str:
         "CRUXEval-style functions over str/list/dict methods (our own generator, in the CRUXEval",
         "wrapper), loops with counters and accumulators, helper calls, caught exceptions, and",
         "programs whose state grows, programs shaped like the demos in `samples/`, and straight-line code "
-        "binding random names to random literals (only copying predicts it). Each is traced by `cwmtui.interpreter`, rendered as",
+        "binding random names to random literals (only copying predicts it). "
+        f"{families.PREAMBLE_SHARE:.0%} of them open with a module header (docstring, comments, imports), as real files do. "
+        "Each is traced by `cwmtui.interpreter`, rendered as",
         "`prompt + frames + <|end_of_text|>`; the entry CALL frame belongs to the prompt and the",
         "loss covers the frames after it. Length curriculum: documents up to 768 tokens, then",
         "1536, 2560 and 4096.",
