@@ -63,6 +63,7 @@ class Branch:
     tokens: dict = field(default_factory=lambda: {"trace": 0, "processed": 0})
     forced_steps: list[int] = field(default_factory=list)  # teacher forcing: frames forced whole
     lens: dict | None = None  # {"step", "variable", "lens"} of a string-valued divergence
+    settings: dict | None = None  # the rollout options it ran with (token budget, decoding)
     rollout: object | None = field(default=None, repr=False, compare=False)  # live only
 
     @property
@@ -94,6 +95,8 @@ class Branch:
             data["recovery"] = self.recovery.to_json()
         if self.lens is not None:
             data["lens"] = {**self.lens, "lens": self.lens["lens"].to_json()}
+        if self.settings is not None:
+            data["settings"] = self.settings
         return data
 
     @classmethod
@@ -114,6 +117,7 @@ class Branch:
             tokens=dict(data.get("tokens") or {"trace": 0, "processed": 0}),
             forced_steps=list(data.get("forced_steps") or []),
             lens=lens,
+            settings=_settings(data.get("settings")),
         )
         saved = data.get("comparison")
         if saved is not None and truth_changed is not None and version >= 2:
@@ -245,6 +249,10 @@ class DebugSession:
                 "this is a replay of recorded generations: overrides need a live model (--model or --server)"
             )
 
+    def _settings_now(self) -> dict | None:
+        """The rollout options a new branch runs with, as it saves them."""
+        return _options_json(self.options) or None
+
     def _new_rollout(self):
         from .model.rollout import Rollout
 
@@ -288,7 +296,7 @@ class DebugSession:
         with self._lock:
             if self.branches and self.branches[0].name == "main":
                 self.branches.pop(0)
-            branch = Branch("main", rollout=rollout, frames=list(rollout.frames))
+            branch = Branch("main", rollout=rollout, frames=list(rollout.frames), settings=self._settings_now())
             self.branches.insert(0, branch)
         if on_frame is not None and rollout.frames:
             on_frame(branch, 0, rollout.frames[0])
@@ -346,7 +354,8 @@ class DebugSession:
         for frame in parent.frames[1:step]:
             rollout.force(frame, origin=frame.origin or "forced")
         name = self._unique(f"{parent.name}/{step}")
-        child = Branch(name, parent=parent.name, at_step=step, intervention=intervention, rollout=rollout)
+        child = Branch(name, parent=parent.name, at_step=step, intervention=intervention, rollout=rollout,
+                       settings=self._settings_now())
         with self._lock:
             self.branches.append(child)
         model_frame = parent.frames[step] if step < len(parent.frames) else None
@@ -386,7 +395,8 @@ class DebugSession:
         self._need_model()
         rollout = self._new_rollout()
         name = self._unique("teacher-forced")
-        branch = Branch(name, parent=None, at_step=0, intervention={"kind": "teacher_force", "step": 0}, rollout=rollout)
+        branch = Branch(name, parent=None, at_step=0, intervention={"kind": "teacher_force", "step": 0}, rollout=rollout,
+                        settings=self._settings_now())
         with self._lock:
             self.branches.append(branch)
 
@@ -527,6 +537,9 @@ class DebugSession:
                 raise TypeError("the branches must be a list")
             truth_changed = data.get("truth_changed")
             branches = [Branch.from_json(b, truth.frames, truth_changed, version) for b in branches]
+            for branch in branches:  # a file from before branches kept their own: the session's
+                if branch.settings is None:
+                    branch.settings = _options_json(options) or None
             model = data.get("model") or {}
             model_name, model_description = model.get("name", ""), model.get("description", "")
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # AttributeError: a list or number where an object belongs
@@ -576,6 +589,12 @@ def _options_json(options) -> dict:
         return asdict(options)
     except TypeError:
         return dict(vars(options))
+
+
+def _settings(data) -> dict | None:
+    if data is not None and not isinstance(data, dict):
+        raise TypeError("a branch's settings must be an object")
+    return data
 
 
 def _options_from_json(data: dict):

@@ -192,7 +192,8 @@ def test_a_reopened_session_shows_every_row_as_it_was_saved(strawberry, tmp_path
     del frames[15]
     session = DebugSession(program, None, truth=truth)
     session.model_name = "test"
-    session.branches = [Branch("main", frames=frames, status="budget exhausted", tokens={"trace": 150, "processed": 150})]
+    session.branches = [Branch("main", frames=frames, status="budget exhausted", tokens={"trace": 150, "processed": 150},
+                               settings={"token_budget": 150, "temperature": 0.0})]
     before = session.compare_branch(session.branches[0])
     kinds = {s.kind for s in before.steps}
     assert {StepKind.MATCH, StepKind.FORMAT, StepKind.ACTION, StepKind.MISSING} <= kinds
@@ -331,3 +332,36 @@ def test_a_saved_comparison_that_does_not_fit_is_compared_again(strawberry, tmp_
     assert branch.comparison.verdict == fresh.verdict
     assert [(r.kind, r.truth_index, r.model_index) for r in branch.comparison.steps] == \
         [(r.kind, r.truth_index, r.model_index) for r in fresh.steps]
+
+
+def test_branches_keep_the_rollout_settings_they_ran_with_when_reopened_with_others(strawberry, tmp_path):
+    """``cwmtui open S.json --model M --token-budget 4000``: new branches run with 4000, the saved
+    ones still say (and the status bar still meters against) the budget they ran with."""
+    from cwmtui.ui.branch_view import SessionView, branch_view
+
+    program, truth = strawberry
+    session = session_with(strawberry, mistakes={26: wrong_line(LOOP_AGAIN)})
+    session.options = replace(session.options, token_budget=9000)
+    session.run_main()
+    path = tmp_path / "session.json"
+    session.save(str(path))
+
+    again = DebugSession.load(str(path), backend=OracleBackend(program, truth.frames))
+    again.options = replace(again.options, token_budget=4000, temperature=0.5)  # what open's flags do
+    child = again.override_with_truth("main", 26)
+    assert again.branches[0].settings["token_budget"] == 9000
+    assert child.settings["token_budget"] == 4000 and child.settings["temperature"] == 0.5
+    again.save(str(path))
+
+    reopened = DebugSession.load(str(path))
+    assert [b.settings["token_budget"] for b in reopened.branches] == [9000, 4000]
+    view = SessionView.from_session(reopened)
+    main_view, child_view = (branch_view(b, reopened.truth) for b in reopened.branches)
+    assert view.budget_of(main_view) == 9000 and view.decoding_of(main_view) == "greedy · budget 9,000"
+    assert view.budget_of(child_view) == 4000 and view.decoding_of(child_view).startswith("T=0.5 ")
+
+
+def test_branches_of_a_file_without_their_own_settings_take_the_sessions(tmp_path):
+    session = DebugSession.load(str(ROOT / "tests" / "fixtures" / "session_v1.json"))
+    saved = json.loads((ROOT / "tests" / "fixtures" / "session_v1.json").read_text())["settings"]["rollout"]
+    assert saved and all(b.settings == saved for b in session.branches)

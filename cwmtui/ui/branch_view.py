@@ -36,14 +36,19 @@ KIND_NAMES = {
 
 
 def decoding_text(options) -> str:
+    """How a rollout decodes, from its options (RolloutOptions, or the dict a session saves)."""
     if options is None:
         return "greedy"
-    temperature = getattr(options, "temperature", 0.0) or 0.0
+
+    def get(name, default):
+        return options.get(name, default) if isinstance(options, dict) else getattr(options, name, default)
+
+    temperature = get("temperature", 0.0) or 0.0
     if temperature == 0:
         text = "greedy"
     else:
-        text = f"T={temperature:g} top-p={getattr(options, 'top_p', 1.0):g} seed={getattr(options, 'seed', 0)}"
-    budget = getattr(options, "token_budget", None)
+        text = f"T={temperature:g} top-p={get('top_p', 1.0):g} seed={get('seed', 0)}"
+    budget = get("token_budget", None)
     if budget:
         text += f" · budget {budget:,}"
     return text
@@ -141,6 +146,11 @@ class BranchView:
         self._token_totals = (0, 0)
         self.comparison: Comparison
         self._adopt(comparison if comparison is not None else self._compare())
+
+    @property
+    def settings(self) -> dict | None:
+        """The rollout options this branch ran with (None: unknown, the session's apply)."""
+        return getattr(self.source, "settings", None)
 
     # -- comparison -------------------------------------------------------------------------
     def _compare(self) -> Comparison:
@@ -398,6 +408,16 @@ class SessionView:
 
     def __post_init__(self) -> None:
         self._output_steps = [chunk.step for chunk in self.truth.output]
+
+    def decoding_of(self, branch: BranchView | None) -> str:
+        """The decoding (and budget) ``branch`` ran with: a reopened session's branches keep
+        their own, whatever options new branches get."""
+        settings = branch.settings if branch is not None else None
+        return decoding_text(settings) if settings else self.decoding
+
+    def budget_of(self, branch: BranchView | None) -> int:
+        settings = branch.settings if branch is not None else None
+        return int(settings.get("token_budget") or 0) if settings else self.token_budget
 
     @classmethod
     def from_session(cls, session, *, origin: str = "", waiting: str = "") -> "SessionView":

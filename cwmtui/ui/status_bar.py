@@ -58,7 +58,7 @@ class StatusBar(Static, can_focus=False):
         first.append("model ", s("status--label"))
         first.append(view.model_description or view.model_name or "none")
         first.append(*sep)
-        first.append(view.decoding)
+        first.append(view.decoding_of(branch))
         if branch is not None:
             divergence = branch.first_divergence
             second.append("first divergence ", s("status--label"))
@@ -68,7 +68,7 @@ class StatusBar(Static, can_focus=False):
                 second.append(describe_divergence(divergence), s("status--diverge"))
             second.append(*sep)
             used, framed = branch.token_totals()
-            budget = view.token_budget
+            budget = view.budget_of(branch)
             second.append("tokens ", s("status--label"))
             over = bool(budget) and used >= budget
             second.append(token_meter(used, budget), s("status--over") if over else "")

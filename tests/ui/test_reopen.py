@@ -75,7 +75,9 @@ async def test_with_a_model_overrides_grow_new_branches(saved):
         assert app.view.branches[0].first_divergence.step == 11  # on screen before the model is open
         await wait_for(pilot, lambda: app.view.can_generate)
         assert opened == [True] and len(app.view.branches) == 1  # the saved rollout is not run again
-        assert app.view.token_budget == 4000 and "4,000" in screen.query_one("#status").plain
+        # new branches get the budget given on the command line; the saved one keeps its own
+        assert app.view.token_budget == 4000
+        assert "budget 8,192" in screen.query_one("#status").plain and "4,000" not in screen.query_one("#status").plain
         await pilot.press("d", "o")
         assert isinstance(app.screen, OverrideScreen)
         await pilot.press("enter")  # the real line
@@ -85,6 +87,9 @@ async def test_with_a_model_overrides_grow_new_branches(saved):
         assert child.badge.startswith("recovered at step")
         # the new branch ran under the budget given on the command line, not the saved 8,192
         assert child.status == "budget" and child.first_divergence.kind == "budget"
+        assert "budget 4,000" in screen.query_one("#status").plain  # the child is selected
+        await pilot.press("[")
+        assert screen.branch is app.view.branches[0] and "budget 8,192" in screen.query_one("#status").plain
 
 
 def open_cli(monkeypatch, *argv: str):
