@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import gc
 import os
 import resource
 import statistics
@@ -198,11 +199,13 @@ def case_open_file(steps: int) -> dict:
 
     Timeline.render_line = render_line
     start, start_cpu = time.perf_counter(), time.process_time()
-    app = session_app(path)  # what `cwmtui open PATH` runs
+    app = session_app(path)  # what `cwmtui open PATH` runs (open_session_file) ...
+    gc.freeze()  # ... freezing the session's objects while the app runs
     loaded = time.perf_counter() - start
     result = asyncio.run(drive(app, first, start, start_cpu))
     result.update(steps=len(app.view.branches[0]), file_mb=round(size_mb, 1), read_s=round(loaded, 2),
                   peak_rss_mb=round(peak_rss_mb()))
+    gc.unfreeze()
     os.remove(path)
     return result
 

@@ -12,6 +12,7 @@ import dataclasses
 import gc
 import os
 
+from ..trace.collector import collector_paused
 from .app import CwmApp
 from .branch_view import SessionView
 from .live import LiveSession, ModelOpener
@@ -113,17 +114,14 @@ def session_app(path: str, open_model: ModelOpener | None = None, rollout_change
     from ..session import DebugSession, SessionError
 
     check_theme(theme)
-    try:
-        session = DebugSession.load(path)
-    except SessionError as exc:
-        raise LaunchError(str(exc)) from None
-    # The session is kept as long as the app runs. Its few hundred thousand containers hold no
-    # reference cycles (reference counting frees them); the cyclic collector, scanning them
-    # again and again while the app starts, would cost more than reading them did.
-    gc.freeze()
-    if rollout_changes and session.options is not None:
-        session.options = dataclasses.replace(session.options, **rollout_changes)
-    view = SessionView.from_session(session, origin=f"session {path}")
+    with collector_paused():  # see open_session_file
+        try:
+            session = DebugSession.load(path)
+        except SessionError as exc:
+            raise LaunchError(str(exc)) from None
+        if rollout_changes and session.options is not None:
+            session.options = dataclasses.replace(session.options, **rollout_changes)
+        view = SessionView.from_session(session, origin=f"session {path}")
     name = os.path.basename(path)
     if open_model is None:
         return CwmApp(view, theme=theme, layout=layout, export_dir=export_dir,
@@ -135,7 +133,12 @@ def session_app(path: str, open_model: ModelOpener | None = None, rollout_change
 
 def open_session_file(path: str, open_model: ModelOpener | None = None, rollout_changes: dict | None = None, *,
                       theme: str, layout: str = "auto", export_dir: str = ".") -> int:
+    app = session_app(path, open_model, rollout_changes, theme=theme, layout=layout, export_dir=export_dir)
+    # The session is kept as long as the app runs. Its few hundred thousand containers hold no
+    # reference cycles (reference counting frees them); the cyclic collector, scanning them
+    # again and again while the app runs, would cost more than reading them did.
+    gc.freeze()
     try:
-        return run_app(session_app(path, open_model, rollout_changes, theme=theme, layout=layout, export_dir=export_dir))
+        return run_app(app)
     finally:
         gc.unfreeze()

@@ -135,3 +135,13 @@ def test_open_checks_its_options_and_the_file_in_one_line(saved, capsys, tmp_pat
         assert main(["open", *argv]) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1 and "Traceback" not in err, err
+
+
+def test_building_the_app_on_a_session_leaves_the_collector_as_it_was(saved):
+    """Only `cwmtui open`, which runs the app to its end, freezes the session's objects."""
+    import gc
+
+    path, _, _ = saved
+    frozen, enabled = gc.get_freeze_count(), gc.isenabled()
+    session_app(str(path))
+    assert (gc.get_freeze_count(), gc.isenabled()) == (frozen, enabled)
