@@ -23,6 +23,7 @@ Python: no UI here.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from dataclasses import asdict, dataclass, field, fields
@@ -250,8 +251,12 @@ class DebugSession:
             )
 
     def _settings_now(self) -> dict | None:
-        """The rollout options a new branch runs with, as it saves them."""
-        return _options_json(self.options) or None
+        """The rollout options a new branch runs with, as it saves them. A replay reproduces a
+        recorded generation whatever the limits, so its branch has none."""
+        settings = _options_json(self.options) or None
+        if settings is not None and not getattr(self.backend, "can_generate", True):
+            settings.update(token_budget=None, frame_tokens=None, max_frames=None)
+        return settings
 
     def _new_rollout(self):
         from .model.rollout import Rollout
@@ -530,7 +535,8 @@ class DebugSession:
             program = Program.from_json(data["program"])
             truth = _truth_from_json(data["truth"], version)
             settings = data.get("settings") or {}
-            options = _options_from_json(settings.get("rollout") or {})
+            saved_rollout = settings.get("rollout") or {}
+            options = _options_from_json(saved_rollout)
             limits = Limits(**(settings.get("limits") or {}))
             branches = data.get("branches", [])
             if not isinstance(branches, list):
@@ -538,8 +544,8 @@ class DebugSession:
             truth_changed = data.get("truth_changed")
             branches = [Branch.from_json(b, truth.frames, truth_changed, version) for b in branches]
             for branch in branches:  # a file from before branches kept their own: the session's
-                if branch.settings is None:
-                    branch.settings = _options_json(options) or None
+                if branch.settings is None and saved_rollout:
+                    branch.settings = dict(saved_rollout)
             model = data.get("model") or {}
             model_name, model_description = model.get("name", ""), model.get("description", "")
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # AttributeError: a list or number where an object belongs
@@ -592,9 +598,29 @@ def _options_json(options) -> dict:
 
 
 def _settings(data) -> dict | None:
-    if data is not None and not isinstance(data, dict):
-        raise TypeError("a branch's settings must be an object")
+    """A branch's saved rollout settings, checked: a damaged value is refused at load, not
+    when the status bar draws it. Its limits may be null (a replay has none)."""
+    if data is not None:
+        _check_rollout_values(data, limits_may_be_null=True)
     return data
+
+
+def _check_rollout_values(data, limits_may_be_null: bool = False) -> None:
+    if not isinstance(data, dict):
+        raise TypeError("rollout settings must be an object")
+    try:
+        from .model.rollout import RolloutOptions
+    except ImportError:  # the model package is optional for reading sessions
+        return
+    for f in fields(RolloutOptions):
+        if f.name not in data:
+            continue
+        value, kind = data[f.name], type(f.default)
+        if value is None and limits_may_be_null and f.name in ("token_budget", "frame_tokens", "max_frames"):
+            continue
+        number = isinstance(value, (int, float) if kind is float else int) and not isinstance(value, bool)
+        if not number or (kind is float and not math.isfinite(value)):
+            raise ValueError(f"the rollout setting {f.name} is {value!r}, not a number")
 
 
 def _options_from_json(data: dict):
@@ -602,5 +628,6 @@ def _options_from_json(data: dict):
         from .model.rollout import RolloutOptions
     except ImportError:
         return None
+    _check_rollout_values(data)
     known = {f.name for f in fields(RolloutOptions)}
     return RolloutOptions(**{k: v for k, v in data.items() if k in known})

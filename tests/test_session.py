@@ -365,3 +365,35 @@ def test_branches_of_a_file_without_their_own_settings_take_the_sessions(tmp_pat
     session = DebugSession.load(str(ROOT / "tests" / "fixtures" / "session_v1.json"))
     saved = json.loads((ROOT / "tests" / "fixtures" / "session_v1.json").read_text())["settings"]["rollout"]
     assert saved and all(b.settings == saved for b in session.branches)
+
+
+@pytest.mark.parametrize("where", ["branch", "session"])
+@pytest.mark.parametrize("bad", [{"token_budget": "abc"}, {"token_budget": [1]}, {"temperature": "hot"},
+                                 {"top_p": None}, {"seed": True}, {"token_budget": None}])
+def test_rollout_settings_that_are_not_numbers_are_a_damaged_file(strawberry, tmp_path, where, bad):
+    if where == "branch" and bad == {"token_budget": None}:
+        pytest.skip("a branch's limits may be null: a replay has none")
+    session = session_with(strawberry)
+    session.run_main()
+    path = tmp_path / "session.json"
+    session.save(str(path))
+    data = json.loads(path.read_text())
+    target = data["branches"][0]["settings"] if where == "branch" else data["settings"]["rollout"]
+    target.update(bad)
+    path.write_text(json.dumps(data))
+    with pytest.raises(SessionError, match="damaged.*rollout setting"):
+        DebugSession.load(str(path))
+
+
+def test_a_replayed_branch_saves_no_limits_it_never_ran_under(interpreter):
+    from cwmtui.model import RolloutOptions
+    from cwmtui.ui.branch_view import SessionView, branch_view
+
+    path = ROOT / "tests" / "fixtures" / "cwm_cruxeval_generations.jsonl"
+    record = load_replay(str(path))[0]
+    backend = ReplayBackend(record)
+    session = DebugSession(record.program, backend, RolloutOptions(token_budget=50), interpreter=interpreter)
+    main = session.run_main()
+    assert main.tokens["trace"] > 50 and main.settings["token_budget"] is None
+    view = SessionView.from_session(session)
+    assert view.budget_of(branch_view(main, session.truth)) == 0  # no meter against a budget it never had

@@ -134,7 +134,7 @@ def test_export_then_offline_load_gives_identical_logits(tmp_path, monkeypatch):
 
 def test_train_checkpoint_resume_and_export(tmp_path):
     from cwmtui.cli import main
-    from cwmtui.training.loop import load_checkpoint
+    from cwmtui.training.loop import data_label, load_checkpoint
 
     out = str(tmp_path / "run")
     common = ["--size", "tiny", "--batch-tokens", "1024", "--threads", "1", "--eval-minutes", "0"]
@@ -153,13 +153,15 @@ def test_train_checkpoint_resume_and_export(tmp_path):
     assert main(["train", "--resume", out, "--export", target]) == 0
     info = json.load(open(os.path.join(target, "training.json")))
     assert info["step"] == 3 and info["size"] == "tiny"
+    # a run from scratch records its data and precision from the first token (the card reads them)
+    assert info["data"] == [[0, data_label()]] and info["precision"] == [[0, "fp32"]]
 
 
 def test_init_warm_starts_from_exported_weights_and_continues_the_count(tmp_path):
     import torch
 
     from cwmtui.cli import main
-    from cwmtui.training.loop import load_checkpoint, warm_start
+    from cwmtui.training.loop import NO_HEADERS, data_label, load_checkpoint, warm_start
     from cwmtui.training.model import build_model, export
 
     source = build_model("tiny", seed=3)
@@ -177,6 +179,8 @@ def test_init_warm_starts_from_exported_weights_and_continues_the_count(tmp_path
                  "--batch-tokens", "1024", "--threads", "1", "--eval-minutes", "0"]) == 0
     state = load_checkpoint(out)["state"]
     assert state["step"] == 41 and state["tokens"] > 50_000 and state["runs"] == 3
+    # weights exported before the record began: their tokens saw the old data, then today's
+    assert state["data"] == [[0, NO_HEADERS], [50_000, data_label()]]
     lines = [json.loads(line) for line in open(os.path.join(out, "metrics.jsonl"))]
     assert [m["tokens"] for m in lines[:2]] == [20_000, 50_000]  # the exported history, then the new step
 

@@ -16,7 +16,9 @@ EXAMPLES = """examples:
   nice -n 10 cwmtui train --resume runs/main           # continue where it stopped
   cwmtui train --resume runs/main --export bundled     # export the checkpoint as the bundled model
   cwmtui train --card                                  # measure the bundled model, write MODEL_CARD.md
-  nice -n 10 cwmtui train --init bundled --out runs/more  # keep training the bundled model (no checkpoint needed)
+  nice -n 10 cwmtui train --init bundled --out runs/more --lr 6e-4 --min-lr 3e-5 --decay-tokens 25e6 --decay-start -1
+                                                       # keep training the bundled model (no checkpoint needed),
+                                                       # annealing again over about the tokens the run will see
   cwmtui train --resume runs/main --device cuda --minutes 8 --batch-tokens 65536 --workers 12
                                                        # a few minutes on a GPU, then --export
 """

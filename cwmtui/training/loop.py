@@ -10,6 +10,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 
+from ..suites import families
 from .data import BatchStream, Curriculum
 from .model import build_model, export
 
@@ -279,6 +280,7 @@ def train(opts: TrainOptions) -> dict:
         state["seconds"] = float(info.get("train_seconds", 0))
         state["runs"] = int(info.get("runs", 0))
         state["precision"] = info.get("precision") or [[0, "bf16 autocast"]]
+        state["data"] = info.get("data") or [[0, NO_HEADERS]]
         prior_curve = info.get("loss_curve") or []
         state["optimizer_from"] = state["step"]  # a fresh optimizer warms up again
     resolve_schedule(opts, ckpt["options"] if ckpt is not None else None)
@@ -292,10 +294,9 @@ def train(opts: TrainOptions) -> dict:
     if ckpt is not None:
         optimizer.load_state_dict(ckpt["optimizer"])
     state["runs"] += 1
-    precision = "bf16 autocast" if use_bf16(opts) else "fp32"
-    phases = state.setdefault("precision", [[0, "bf16 autocast"]])  # runs before this record used bf16 autocast
-    if phases[-1][1] != precision:
-        phases.append([state["tokens"], precision])
+    # what changed over the runs, as [tokens seen, what] phases (runs before a record began used the first)
+    note_phase(state, "precision", "bf16 autocast" if use_bf16(opts) else "fp32", before="bf16 autocast")
+    note_phase(state, "data", data_label(), before=NO_HEADERS)
     params = sum(p.numel() for p in model.parameters())
     os.makedirs(opts.out, exist_ok=True)
     metrics = open(os.path.join(opts.out, "metrics.jsonl"), "a")
@@ -412,6 +413,25 @@ def loss_curve(run_dir: str, points: int = 16) -> list[list[float]]:
     return curve
 
 
+NO_HEADERS = "no module headers"
+
+
+def data_label() -> str:
+    """What the training data is now, where it changed over the bundled model's runs."""
+    return f"{families.PREAMBLE_SHARE:.0%} of programs with a module header"
+
+
+def note_phase(state: dict, key: str, now: str, before: str) -> None:
+    """Record in ``state[key]`` (a list of [tokens seen, what]) that ``now`` holds from here on.
+    A run from scratch starts with ``now``; a checkpoint from before the record began, with
+    ``before``."""
+    phases = state.get(key)
+    if phases is None:
+        phases = state[key] = [[0, before if state["tokens"] else now]]
+    if phases[-1][1] != now:
+        phases.append([state["tokens"], now])
+
+
 def export_checkpoint(checkpoint: str, out_dir: str) -> dict:
     model, ckpt = model_from_checkpoint(checkpoint)
     state = ckpt["state"]
@@ -421,6 +441,7 @@ def export_checkpoint(checkpoint: str, out_dir: str) -> dict:
             "lr": ckpt["options"]["lr"], "batch_tokens": ckpt["options"]["batch_tokens"],
             "min_lr": ckpt["options"].get("min_lr"), "decay_tokens": ckpt["options"].get("decay_tokens"), "decay_start": ckpt["options"].get("decay_start", 0),
             "runs": state.get("runs", 1), "precision": state.get("precision", [[0, "bf16 autocast"]]),
+            "data": state.get("data", [[0, NO_HEADERS]]),
             "loss_curve": loss_curve(checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint))}
     export(model, out_dir, info)
     return info
