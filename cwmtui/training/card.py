@@ -12,7 +12,7 @@ import time
 
 from ..interpreter import Interpreter
 from ..suites import families, s5, zoo
-from .loop import NO_HEADERS
+from .loop import phases
 from .measure import decode_speed, lean_decode_speed, load_model, measure
 
 #: evaluation seeds: disjoint from the training draws (training uses seeds >= 0 for families
@@ -124,7 +124,7 @@ def render(path: str, m: dict) -> str:
         "programs whose state grows, programs shaped like the demos in `samples/`, and straight-line code "
         "binding random names to random literals (only copying predicts it). "
         "Module headers (docstring, comments, imports, as real files have) open a share of them: "
-        f"{phases_text(info, 'data', NO_HEADERS)}. Each is traced by `cwmtui.interpreter`, rendered as",
+        f"{phases_text(info, 'data')}. Each is traced by `cwmtui.interpreter`, rendered as",
         "`prompt + frames + <|end_of_text|>`; the entry CALL frame belongs to the prompt and the",
         "loss covers the frames after it. Length curriculum: documents up to 768 tokens, then",
         "1536, 2560 and 4096.",
@@ -133,7 +133,7 @@ def render(path: str, m: dict) -> str:
         "",
         f"- steps: {info.get('step', '?')}; tokens seen: {info.get('tokens', 0) / 1e6:.1f}M "
         f"({info.get('loss_tokens', 0) / 1e6:.1f}M under the loss); training time: "
-        f"{info.get('train_seconds', 0) / 3600:.1f} h of compute on 2 shared CPU cores ({phases_text(info, 'precision', 'bf16 autocast')}); seed {info.get('seed', '?')}",
+        f"{info.get('train_seconds', 0) / 3600:.1f} h of compute on 2 shared CPU cores ({phases_text(info, 'precision')}); seed {info.get('seed', '?')}",
         f"- AdamW (0.9, 0.95), weight decay 0.1, peak learning rate {info.get('lr', '?')} after 100 warm-up steps"
         + (f", cosine decay to {info.get('min_lr') or 'a tenth of it'} over {info['decay_tokens'] / 1e6:.0f}M tokens from {info.get('decay_start', 0) / 1e6:.0f}M"
            if info.get("decay_tokens") else "")
@@ -188,11 +188,11 @@ def render(path: str, m: dict) -> str:
     return "\n".join(lines)
 
 
-def phases_text(info: dict, key: str, default: str) -> str:
+def phases_text(info: dict, key: str) -> str:
     """'bf16 autocast' or 'bf16 autocast to 10.7M tokens, then fp32' from the export record."""
-    phases = info.get(key) or [[0, default]]
-    parts = [phases[0][1]]
-    for tokens, name in phases[1:]:
+    record = phases(info, key)
+    parts = [record[0][1]]
+    for tokens, name in record[1:]:
         parts.append(f"to {tokens / 1e6:.1f}M tokens, then {name}")
     return " ".join(parts)
 

@@ -279,8 +279,7 @@ def train(opts: TrainOptions) -> dict:
         state.update({k: info.get(k, 0) for k in ("step", "tokens", "loss_tokens")})
         state["seconds"] = float(info.get("train_seconds", 0))
         state["runs"] = int(info.get("runs", 0))
-        state["precision"] = info.get("precision") or [[0, "bf16 autocast"]]
-        state["data"] = info.get("data") or [[0, NO_HEADERS]]
+        state.update({key: phases(info, key) for key in PHASES_BEFORE})
         prior_curve = info.get("loss_curve") or []
         state["optimizer_from"] = state["step"]  # a fresh optimizer warms up again
     resolve_schedule(opts, ckpt["options"] if ckpt is not None else None)
@@ -295,8 +294,8 @@ def train(opts: TrainOptions) -> dict:
         optimizer.load_state_dict(ckpt["optimizer"])
     state["runs"] += 1
     # what changed over the runs, as [tokens seen, what] phases (runs before a record began used the first)
-    note_phase(state, "precision", "bf16 autocast" if use_bf16(opts) else "fp32", before="bf16 autocast")
-    note_phase(state, "data", data_label(), before=NO_HEADERS)
+    note_phase(state, "precision", "bf16 autocast" if use_bf16(opts) else "fp32")
+    note_phase(state, "data", data_label())
     params = sum(p.numel() for p in model.parameters())
     os.makedirs(opts.out, exist_ok=True)
     metrics = open(os.path.join(opts.out, "metrics.jsonl"), "a")
@@ -414,6 +413,8 @@ def loss_curve(run_dir: str, points: int = 16) -> list[list[float]]:
 
 
 NO_HEADERS = "no module headers"
+#: what the runs before each [tokens seen, what] record began used
+PHASES_BEFORE = {"precision": "bf16 autocast", "data": NO_HEADERS}
 
 
 def data_label() -> str:
@@ -421,15 +422,18 @@ def data_label() -> str:
     return f"{families.PREAMBLE_SHARE:.0%} of programs with a module header"
 
 
-def note_phase(state: dict, key: str, now: str, before: str) -> None:
-    """Record in ``state[key]`` (a list of [tokens seen, what]) that ``now`` holds from here on.
-    A run from scratch starts with ``now``; a checkpoint from before the record began, with
-    ``before``."""
-    phases = state.get(key)
-    if phases is None:
-        phases = state[key] = [[0, before if state["tokens"] else now]]
-    if phases[-1][1] != now:
-        phases.append([state["tokens"], now])
+def phases(record: dict, key: str) -> list:
+    """``record[key]``'s [tokens seen, what] phases; one from before the record began has one."""
+    return record.get(key) or [[0, PHASES_BEFORE[key]]]
+
+
+def note_phase(state: dict, key: str, now: str) -> None:
+    """Record in ``state[key]`` that ``now`` holds from here on. A run from scratch starts with
+    ``now``; a checkpoint from before the record began, with what ``PHASES_BEFORE`` says."""
+    if key not in state:
+        state[key] = phases(state, key) if state["tokens"] else [[0, now]]
+    if state[key][-1][1] != now:
+        state[key].append([state["tokens"], now])
 
 
 def export_checkpoint(checkpoint: str, out_dir: str) -> dict:
@@ -440,8 +444,7 @@ def export_checkpoint(checkpoint: str, out_dir: str) -> dict:
             "seed": ckpt["options"]["seed"], "parameters": sum(p.numel() for p in model.parameters()),
             "lr": ckpt["options"]["lr"], "batch_tokens": ckpt["options"]["batch_tokens"],
             "min_lr": ckpt["options"].get("min_lr"), "decay_tokens": ckpt["options"].get("decay_tokens"), "decay_start": ckpt["options"].get("decay_start", 0),
-            "runs": state.get("runs", 1), "precision": state.get("precision", [[0, "bf16 autocast"]]),
-            "data": state.get("data", [[0, NO_HEADERS]]),
+            "runs": state.get("runs", 1), **{key: phases(state, key) for key in PHASES_BEFORE},
             "loss_curve": loss_curve(checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint))}
     export(model, out_dir, info)
     return info
