@@ -38,8 +38,13 @@ def check_model_directory(path: str) -> None:
 
 
 def run_app(app: CwmApp) -> int:
-    """Run the app; a fatal error it met (the program cannot be traced) becomes exit code 2."""
-    app.run()
+    """Run the app; a fatal error it met (the program cannot be traced) becomes exit code 2.
+    The model is closed once the app has ended (its thread workers are joined by then)."""
+    try:
+        app.run()
+    finally:
+        if app.live is not None:
+            app.live.close()
     if app.fatal_message:
         raise LaunchError(app.fatal_message)
     return app.return_code or 0

@@ -81,6 +81,16 @@ class LiveSession:
         for cancel in self._jobs:
             cancel.set()
 
+    def close(self) -> None:
+        """The app has ended and its workers with it: free the model (a server connection, the
+        weights' memory). Called by :func:`~cwmtui.ui.launch.run_app` once ``app.run()`` returns,
+        never while a worker may still be generating."""
+        self.cancel_all()
+        backend = getattr(self.session, "backend", None)
+        if backend is not None:
+            self.session.backend = None
+            backend.close()
+
     def _on_frame(self, branch, index: int, frame: Frame) -> None:
         """The engine's frame callback (worker thread): new branches are announced first."""
         view = self._views.get(id(branch))

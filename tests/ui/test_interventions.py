@@ -275,6 +275,32 @@ async def test_quitting_while_the_model_writes_stops_the_rollout(strings):
     assert len(live.session.main.frames) < len(truth.frames)
 
 
+async def test_the_model_is_closed_once_the_app_has_ended(strings):
+    from cwmtui.ui.launch import run_app
+
+    program, truth = strings
+
+    class ClosingOracle(OracleBackend):
+        closed = 0
+
+        def close(self):
+            self.closed += 1
+
+    class RanUnderThePilot(CwmApp):
+        def run(self, *args, **kwargs):  # run_app's app.run(): the pilot below ran it already
+            return None
+
+    backend = ClosingOracle(program, truth.frames)
+    live = LiveSession(program, lambda progress: backend, RolloutOptions())
+    app = RanUnderThePilot(opener=live.start)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: main_done(app))
+        assert backend.closed == 0  # open while the app runs
+        await pilot.press("q")
+    assert run_app(app) == 0
+    assert backend.closed == 1 and live.session.backend is None
+
+
 async def test_the_entry_call_cannot_be_overridden(strings):
     program, truth = strings
     app = live_app(program, OracleBackend(program, truth.frames))
