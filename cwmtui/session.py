@@ -105,6 +105,10 @@ class Branch:
         """A branch from :meth:`to_json`, with its saved comparison when the file has one (and
         the truth's changed names, kept once per session, are given)."""
         frames = data.get("frames", [])
+        if not isinstance(data["name"], str) or not isinstance(data.get("parent"), (str, type(None))):
+            raise TypeError("a branch's name and parent must be text")
+        if not isinstance(data.get("intervention"), (dict, type(None))):
+            raise TypeError("a branch's intervention must be an object")
         lens = data.get("lens")
         if lens is not None:
             lens = {**lens, "lens": Lens.from_json(lens["lens"])}
@@ -158,7 +162,7 @@ def _truth_from_json(data: dict, version: int) -> Trace:
     return Trace(
         frames=StoredFrames(data["frames"]),
         status=TraceStatus.from_json(data["status"]),
-        output=[OutputChunk(*c) for c in data.get("output", [])],
+        output=[OutputChunk.from_json(c) for c in data.get("output", [])],
     )
 
 
@@ -548,6 +552,8 @@ class DebugSession:
                     branch.settings = dict(saved_rollout)
             model = data.get("model") or {}
             model_name, model_description = model.get("name", ""), model.get("description", "")
+            if not isinstance(model_name, str) or not isinstance(model_description, str):
+                raise TypeError("the model's name and description must be text")
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # AttributeError: a list or number where an object belongs
             raise SessionError(f"the session file is damaged ({exc.__class__.__name__}: {exc})") from None
         session = cls(program, backend, options, limits, truth=truth)

@@ -2,6 +2,7 @@
 a traceback, both through Interpreter.trace and through `cwmtui trace` (exit 1 with the partial
 trace printed, or exit 2 with one line on stderr). Limits are small to keep this file fast."""
 
+import json
 import shutil
 import subprocess
 import textwrap
@@ -580,3 +581,171 @@ def test_a_segfault_in_a_thread_while_the_main_thread_computes_is_still_a_segfau
     # sent can be lost, but the process still dies of its own signal, at once
     assert result.status.message == "the program was killed by SIGSEGV"
     assert [f.action.strip() for f in result.frames[:2]] in (["def f():", "x = 1"], ["def f():"], [])
+
+
+# -- hostile input files and options of the other verbs: exit 2, one line, nothing lost ---------
+
+
+def verb(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+ONE = "def f():  # << START_OF_TRACE\n    return 1\n\nf()\n"
+
+
+def test_absurd_nesting_in_the_program_or_the_call_is_an_input_error(tmp_path, capsys):
+    deep = write(tmp_path, "x = " + "-" * 100_000 + "1\n", "deep.py")  # the parser runs out of stack
+    code, out, err = cli(capsys, deep)
+    assert (code, out) == (2, "")
+    assert one_line(err) == f"cwmtui: error: {deep}: cannot parse it (nested too deeply)"
+    plain = write(tmp_path, "def f(x):\n    return x\n")
+    code, _, err = cli(capsys, plain, f"--call=f({'-' * 100_000}1)")
+    assert code == 2 and one_line(err).endswith("...': cannot parse it (nested too deeply)")  # shortened
+    nulls = tmp_path / "nul.py"
+    nulls.write_bytes(b"def f():  # << START_OF_TRACE\n    return '\0'\n")
+    code, _, err = cli(capsys, str(nulls))
+    assert one_line(err) == f"cwmtui: error: {nulls}: syntax error: source code string cannot contain null bytes"
+    # a nesting the parser takes: finding the entry must not exhaust the stack either
+    nested = write(tmp_path, "def f():  # << START_OF_TRACE\n    return " + "-" * 1000 + "1\n\nf()\n", "nested.py")
+    code, _, err = cli(capsys, nested, *FAST_ARGS)
+    assert (code, err) == (0, "")
+
+
+def test_a_memory_limit_beyond_what_the_os_can_hold_means_no_limit(tmp_path, capsys):
+    path = write(tmp_path, ONE)
+    code, _, err = cli(capsys, path, "--memory", str(10**20))
+    assert (code, err) == (0, "")
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"id": ' + "9" * 5000 + ', "generation": ""}', ":1: not valid JSON (Exceeds the limit (4300 digits) for integer string conversion"),
+    ("[" * 100_000 + "]" * 100_000, ":1: not valid JSON (nested too deeply)"),
+    ('{"id": "a", "program": "def f(:", "generation": "", "x": [1, 2', ":1: not valid JSON (Expecting ',' delimiter at column"),
+    ('{"id": "a", "program": %s, "generation": "<|call_sep|>{}\\ud800"}' % json.dumps(ONE),
+     ":1: the generation is not valid Unicode (character 14 is a lone surrogate)"),
+    ('{"id": "a", "program": "x = ' + "-" * 100_000 + '1", "generation": ""}', ":1: <replay a>: cannot parse it (nested too deeply)"),
+])
+def test_a_damaged_replay_file_is_one_line(tmp_path, capsys, line, message):
+    path = tmp_path / "r.jsonl"
+    path.write_text(line + "\n")
+    code, out, err = verb(capsys, "diff", "--replay", str(path))
+    assert (code, out) == (2, "")
+    assert one_line(err).startswith(f"cwmtui: error: {path}{message}")
+    code, _, err = verb(capsys, "open", write(tmp_path, "{}", "s.json"), "--replay", str(path))  # before any app
+    assert code == 2 and one_line(err).startswith(f"cwmtui: error: {path}{message}")
+
+
+def test_damaged_suite_and_results_files_are_one_line(tmp_path, capsys):
+    undecodable, deep, damaged = tmp_path / "latin.jsonl", tmp_path / "deep.jsonl", tmp_path / "damaged.jsonl"
+    undecodable.write_bytes(b'{"id": "caf\xe9", "program": "x"}\n')
+    deep.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    damaged.write_text('{"output": 1, "frames": 2}\n')
+    for argv, message in [
+        ((str(undecodable),), f"{undecodable}: not UTF-8 text (a suite file is JSON lines)"),
+        (("--report", str(undecodable)), f"{undecodable}: not UTF-8 text (a results file is JSON lines)"),
+        ((str(deep),), f"{deep}:1: not a JSON line"),
+        (("--report", str(deep)), f"{deep}:1: not a JSON line"),
+        (("--report", str(damaged)), f"{damaged}: the results file is damaged (TypeError: 'int' object is not subscriptable)"),
+    ]:
+        code, out, err = verb(capsys, "eval", *argv)
+        assert (code, out) == (2, ""), argv
+        assert one_line(err) == f"cwmtui: error: {message}"
+
+
+def test_an_output_file_never_overwrites_an_input_and_bad_paths_fail_first(tmp_path, capsys):
+    program = write(tmp_path, ONE)
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text(json.dumps({"id": "a", "program": ONE}) + "\n")
+    kept = suite.read_text()
+    for argv, message in [
+        (("eval", str(suite), "--out", str(suite)), f"--out {suite}: that is an input of this run; writing it would destroy it"),
+        (("eval", str(tmp_path), "--out", program), f"--out {program}: that is an input of this run; writing it would destroy it"),
+        (("eval", str(suite), "--out", str(tmp_path / "no" / "r.jsonl")), f"--out {tmp_path / 'no' / 'r.jsonl'}: no such directory {tmp_path / 'no'}"),
+        (("eval", str(suite), "--out", str(tmp_path)), f"--out {tmp_path}: is a directory; give a file name"),
+        (("eval", str(suite), "--out", ""), "--out: give a file name"),
+        (("eval", "--report", str(suite), "--plot", str(tmp_path / "no" / "p.png")), f"--plot {tmp_path / 'no' / 'p.png'}: no such directory {tmp_path / 'no'}"),
+        (("diff", program, "--save", program), f"--save {program}: that is an input of this run; writing it would destroy it"),
+        (("diff", program, "--save", ""), "--save: give a file name"),
+    ]:
+        code, out, err = verb(capsys, *argv)
+        assert (code, out) == (2, ""), argv
+        assert one_line(err) == f"cwmtui: error: {message}"
+    assert suite.read_text() == kept and open(program).read() == ONE
+
+
+def test_train_refuses_numbers_that_never_stop_and_a_run_over_a_checkpoint(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "checkpoint.pt").write_bytes(b"weights")
+    for argv, message in [
+        (("--minutes", "nan"), "--minutes must be positive"),
+        (("--checkpoint-minutes", "nan"), "--checkpoint-minutes must be positive (and finite)"),
+        (("--batch-tokens", "0"), "--batch-tokens must be positive (and finite)"),
+        (("--decay-tokens", "nan"), "--decay-tokens must be 0 or more (and finite)"),
+        (("--decay-start", "inf"), "--decay-start must be a number of tokens, or -1 (now)"),
+        ((), f"{run} already holds a checkpoint: --resume {run} continues it, or pick another --out"),
+        (("--init", "bundled"), f"{run} already holds a checkpoint: --resume {run} continues it, or pick another --out"),
+    ]:
+        code, out, err = verb(capsys, "train", "--out", str(run), *argv)
+        assert (code, out) == (2, ""), argv
+        assert one_line(err) == f"cwmtui: error: {message}"
+    assert (run / "checkpoint.pt").read_bytes() == b"weights"
+
+
+@pytest.mark.parametrize("css, message", [
+    ("$primary: notacolor;\n", "failed to parse 'notacolor' as a color"),
+    ("$primary: #fff;\n$cwm-truth: zzz;\n", "failed to parse 'zzz' as a color"),
+    ("$primary: #fff;\nScreen {\n    color: nothing;\n}\n", "line 3: Invalid value ('nothing') for the color property"),
+    ("$primary: #fff;\nScreen {\n    color: $nope;\n}\n", "line 3: reference to undefined variable '$nope'"),
+])
+def test_a_theme_the_app_would_reject_is_refused_before_it_starts(tmp_path, capsys, css, message):
+    theme = tmp_path / "t.tcss"
+    theme.write_text(css)
+    code, out, err = verb(capsys, write(tmp_path, ONE), "--theme", str(theme))
+    assert (code, out) == (2, "")
+    assert one_line(err).startswith(f"cwmtui: error: theme '{theme}'") and message in err
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda s: s["program"].__setitem__("source", 5), "the program's source is int"),
+    (lambda s: s["model"].__setitem__("name", 5), "the model's name and description must be text"),
+    (lambda s: s["branches"][0].__setitem__("intervention", "x"), "a branch's intervention must be an object"),
+    (lambda s: s["branches"][0].__setitem__("name", 5), "a branch's name and parent must be text"),
+    (lambda s: s["truth"].__setitem__("output", [[0, 5, 7]]), "an output chunk must be [step, stream, text]"),
+    (lambda s: s["branches"][0].__setitem__("intervention", {"kind": "action", "source": []}), "TypeError: unhashable type"),
+])
+def test_a_damaged_session_is_refused_before_the_app_starts(tmp_path, capsys, damage, message):
+    # a saved session of a perfect recorded generation (the interpreter's own trace)
+    code, trace_text, _ = cli(capsys, write(tmp_path, ONE))
+    replay, saved = tmp_path / "r.jsonl", tmp_path / "s.json"
+    replay.write_text(json.dumps({"id": "a", "program": ONE, "generation": trace_text}) + "\n")
+    assert verb(capsys, "diff", "--replay", str(replay), "--save", str(saved))[0] == 0
+    session = json.loads(saved.read_text())
+    damage(session)
+    saved.write_text(json.dumps(session))
+    code, out, err = verb(capsys, "open", str(saved))
+    assert (code, out) == (2, "")
+    assert one_line(err).startswith(f"cwmtui: error: {saved}: the session file is damaged (") and message in err
+
+
+def test_a_server_url_that_does_not_parse_is_one_line(tmp_path, capsys):
+    program = write(tmp_path, ONE)
+    for argv in (("diff", program), (program,)):  # the debugger checks it before it starts
+        code, out, err = verb(capsys, *argv, "--server", "http://[::1")
+        assert (code, out) == (2, "")
+        assert one_line(err) == "cwmtui: error: --server 'http://[::1': not an http(s) URL, e.g. http://localhost:8000"
+
+
+@pytest.mark.skipif(shutil.which("cwmtui") is None, reason="console script not installed")
+def test_a_reader_that_stops_early_is_no_traceback(tmp_path):
+    loop = write(tmp_path, "def f():  # << START_OF_TRACE\n    t = 0\n    for i in range(3000):\n        t += i\n    return t\n\nf()\n")
+    with subprocess.Popen(["cwmtui", "trace", loop, "--format", "json"], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as run:  # ~1 MB of lines: more than a pipe holds
+        assert run.stdout.readline().startswith('{"step": 0')
+        run.stdout.close()  # as `| head -1` does
+        err = run.stderr.read()
+        run.wait(timeout=30)
+    assert "Traceback" not in err and "BrokenPipe" not in err
+    assert run.returncode == 141

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from importlib import import_module
 
@@ -55,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("cwmtui: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `cwmtui trace p.py | head`: the reader has gone, stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 141  # as a shell reports a process killed by SIGPIPE
     except UsageError as exc:
         return fail(str(exc))
 

@@ -74,7 +74,15 @@ def check_model(args) -> None:
 
     if args.model not in (None, "bundled"):
         check_model_directory(args.model)
-    elif not args.server:
+    elif args.server:
+        from ..model import ModelError
+        from ..model.server import check_url
+
+        try:
+            check_url(args.server)
+        except ModelError as exc:
+            raise UsageError(str(exc)) from None
+    else:
         problem = bundled_problem()
         if problem:
             raise UsageError(f"the bundled model is not installed ({problem}); pass --model PATH, --server URL or --replay FILE")

@@ -15,7 +15,7 @@ from ..interpreter import Interpreter
 from ..analysis.values import printable
 from ..trace import Event, Status, tokens
 from . import UsageError
-from .options import Parser, add_limit_options, check_called, limits_from, program_from, warn
+from .options import Parser, add_limit_options, check_called, check_output, limits_from, program_from, warn
 
 SHOWN_ROWS = 60  # rows of the table without --all
 
@@ -63,6 +63,8 @@ def run(args) -> int:
     if args.teacher_force and override:
         raise UsageError("--teacher-force and --override are separate experiments: pick one")
     limits = limits_from(args)
+    if args.save is not None:
+        check_output(args.save, "--save", (args.program, args.replay))
     try:
         backend = backend_from_args(args)
     except ModelError as exc:
@@ -90,7 +92,7 @@ def run(args) -> int:
                     extra = _override(session, branch, *override)
             except (ModelError, SessionError) as exc:
                 raise UsageError(str(exc)) from None
-        if args.save:
+        if args.save is not None:
             try:
                 session.save(args.save)
             except SessionError as exc:

@@ -7,7 +7,7 @@ import sys
 import threading
 
 from . import UsageError
-from .options import Parser, warn
+from .options import Parser, check_output, warn
 
 SUITE_HELP = "cruxeval, s5, zoo, a directory of .py files, or a JSONL of {id, program | code+input}"
 
@@ -52,14 +52,21 @@ def run(args) -> int:
     from ..analysis.report import aggregate
     from ..evaluation.record import ResultsError, read_results
 
+    if args.plot and not args.plot.lower().endswith(".png"):
+        raise UsageError(f"--plot {args.plot}: give a .png file name")
     if args.report:
         if args.suite:
             raise UsageError("give either a SUITE to run or --report RESULTS.jsonl, not both")
+        if args.plot is not None:
+            check_output(args.plot, "--plot", (args.report,))
         try:
             records = read_results(args.report)
+            report = aggregate(records)
         except ResultsError as exc:
             raise UsageError(str(exc)) from None
-        show(aggregate(records), args)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # a list or number where an object belongs
+            raise UsageError(f"{args.report}: the results file is damaged ({exc.__class__.__name__}: {exc})") from None
+        show(report, args)
         return 0
     if not args.suite:
         raise UsageError(f"name a suite: {SUITE_HELP}")
@@ -84,8 +91,6 @@ def run_suite(args) -> int:
         raise UsageError("--n (numbers of swaps) is for the s5 suite")
     if (args.depth or args.types) and args.suite != "zoo":
         raise UsageError(f"{'--depth' if args.depth else '--type'} is for the zoo suite")
-    if args.plot and not args.plot.lower().endswith(".png"):
-        raise UsageError(f"--plot {args.plot}: give a .png file name")
     try:
         suite = load_suite(
             args.suite,
@@ -97,6 +102,10 @@ def run_suite(args) -> int:
         )
     except SuiteError as exc:
         raise UsageError(str(exc)) from None
+    inputs = [args.suite, args.replay, *(case.program.path for case in suite.cases)]
+    for option, path in (("--out", args.out), ("--plot", args.plot)):
+        if path is not None:
+            check_output(path, option, inputs)
     rollout = rollout_options_from_args(args)
     if args.replay:
         if args.replay_id is not None:
@@ -131,7 +140,10 @@ def run_suite(args) -> int:
             return opened.pop()
         return backend_from_args(args)
 
-    out = open(args.out, "w", encoding="utf-8") if args.out else None
+    try:
+        out = open(args.out, "w", encoding="utf-8") if args.out is not None else None
+    except OSError as exc:
+        raise UsageError(f"--out {args.out}: cannot write it ({exc.strerror or exc})") from None
     console = Console(stderr=True)
     columns = [
         TextColumn("{task.description:<13}"),

@@ -29,7 +29,7 @@ def build_parser() -> Parser:
 
 
 def run(args) -> int:
-    from ..model import backend_from_args
+    from ..model import ModelError, backend_from_args
     from ..ui.launch import LaunchError, check_theme, open_session_file
 
     changes = {name: getattr(args, name) for name in ROLLOUT_OPTIONS if getattr(args, name) is not None}
@@ -42,9 +42,15 @@ def run(args) -> int:
         if chosen:
             if len(chosen) > 1:
                 raise UsageError(f"{' and '.join(chosen)} cannot be used together: pick one world model")
-            if not args.replay:
+            if args.replay:  # a replay file is read now (no weights to load): a bad one stops here
+                try:
+                    backend = backend_from_args(args)
+                except ModelError as exc:
+                    raise UsageError(str(exc)) from None
+                open_model = lambda progress: backend  # noqa: E731
+            else:
                 check_model(args)
-            open_model = lambda progress: backend_from_args(args, progress)  # noqa: E731 - loads in the app
+                open_model = lambda progress: backend_from_args(args, progress)  # noqa: E731 - loads in the app
         elif changes:
             given = "--" + next(iter(changes)).replace("_", "-")
             raise UsageError(f"{given} is for new branches, which need a model: add --model PATH|bundled or --server URL")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 
 from ..interpreter import Limits, Program, ProgramError, load_program
@@ -36,7 +37,7 @@ def limits_from(args: argparse.Namespace) -> Limits:
     # NaN compares false with everything and infinity never passes: either would switch the time
     # limit (and the parent's hard deadline) off, so a looping program would never stop.
     if args.max_frames < 1 or not (0 < args.timeout < math.inf) or args.memory < 16 or args.max_output < 0:
-        raise UsageError("limits must be positive (--max-frames ≥ 1, --timeout > 0 and finite, --memory ≥ 16)")
+        raise UsageError("limits must be positive (--max-frames ≥ 1, --timeout > 0 and finite, --memory ≥ 16, --max-output ≥ 0)")
     return Limits(frames=args.max_frames, seconds=args.timeout, memory=args.memory << 20, output=args.max_output)
 
 
@@ -45,6 +46,21 @@ def program_from(args: argparse.Namespace) -> Program:
         return load_program(args.program, entry=args.entry, call=args.call)
     except ProgramError as exc:
         raise UsageError(str(exc)) from None
+
+
+def check_output(path: str, option: str, inputs=()) -> None:
+    """Before any work: a file the run will write (``option PATH``) must be writable there and
+    must not be one of the run's ``inputs`` (paths), which writing it would destroy."""
+    if not path:
+        raise UsageError(f"{option}: give a file name")
+    if os.path.isdir(path):
+        raise UsageError(f"{option} {path}: is a directory; give a file name")
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        raise UsageError(f"{option} {path}: no such directory {folder}")
+    for source in inputs:
+        if source and os.path.exists(path) and os.path.exists(source) and os.path.samefile(path, source):
+            raise UsageError(f"{option} {path}: that is an input of this run; writing it would destroy it")
 
 
 def check_called(trace: Trace, program: Program) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -94,10 +95,25 @@ def run(args) -> int:
         raise UsageError("--init starts a new run from exported weights; --resume continues a checkpoint: use one")
     if args.init and not os.path.exists(os.path.join(args.init, "model.safetensors")):
         raise UsageError(f"{args.init}: no model.safetensors to start from")
-    if args.minutes is not None and args.minutes <= 0:
+    # `not x > 0` also refuses NaN, which compares false with everything and would never stop a run
+    if args.minutes is not None and not args.minutes > 0:
         raise UsageError("--minutes must be positive")
+    for option, value in (("--steps", args.steps), ("--batch-tokens", args.batch_tokens), ("--micro-tokens", args.micro_tokens),
+                          ("--threads", args.threads), ("--checkpoint-minutes", args.checkpoint_minutes),
+                          ("--lr", args.lr)):
+        if value is not None and not 0 < value < math.inf:
+            raise UsageError(f"{option} must be positive (and finite)")
+    for option, value in (("--min-lr", args.min_lr), ("--decay-tokens", args.decay_tokens)):
+        if value is not None and not 0 <= value < math.inf:
+            raise UsageError(f"{option} must be 0 or more (and finite)")
+    if args.decay_start is not None and not math.isfinite(args.decay_start):
+        raise UsageError("--decay-start must be a number of tokens, or -1 (now)")
+    out = args.out or args.resume or os.path.join("runs", "train")
+    if not args.resume and os.path.exists(os.path.join(out, "checkpoint.pt")):
+        # a new run would write its first checkpoint over that one, hours of training lost
+        raise UsageError(f"{out} already holds a checkpoint: --resume {out} continues it, or pick another --out")
     opts = TrainOptions(
-        out=args.out or args.resume or os.path.join("runs", "train"),
+        out=out,
         size=args.size, device=args.device, seed=args.seed, minutes=args.minutes, steps=args.steps,
         batch_tokens=args.batch_tokens, micro_tokens=args.micro_tokens or args.batch_tokens,
         lr=args.lr, min_lr=args.min_lr, decay_tokens=None if args.decay_tokens is None else int(args.decay_tokens),

@@ -159,12 +159,16 @@ def read_results(path: str | Path) -> list[dict]:
         raise ResultsError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     records = []
     with handle:
-        for number, line in enumerate(handle, 1):
+        try:
+            lines = handle.readlines()
+        except UnicodeDecodeError:
+            raise ResultsError(f"{path}: not UTF-8 text (a results file is JSON lines)") from None
+        for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
                 raise ResultsError(f"{path}:{number}: not a JSON line") from None
             if not isinstance(record, dict) or "output" not in record or "frames" not in record:
                 raise ResultsError(f"{path}:{number}: not a line of a 'cwmtui eval' results file")

@@ -179,11 +179,16 @@ def _read_jsonl(path: Path):
     except OSError as exc:
         raise SuiteError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     with handle:
-        for number, line in enumerate(handle, 1):
+        try:
+            lines = handle.readlines()
+        except UnicodeDecodeError:
+            raise SuiteError(f"{path}: not UTF-8 text (a suite file is JSON lines)") from None
+        for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
-                yield json.loads(line)
-            except ValueError:
+                data = json.loads(line)
+            except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
                 raise SuiteError(f"{path}:{number}: not a JSON line") from None
+            yield data
 

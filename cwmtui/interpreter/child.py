@@ -491,7 +491,7 @@ def _child(job: dict, rec_w: int, out_w: int, err_w: int) -> None:
     if memory:
         try:
             resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-        except (ValueError, OSError):
+        except (ValueError, OverflowError, OSError):  # over what rlim_t holds: no limit
             pass
     try:
         run_job(job, rec_w)

@@ -43,7 +43,14 @@ class Program:
 
     @classmethod
     def from_json(cls, data: dict) -> "Program":
-        return cls(**data)
+        """The program of :meth:`to_json`; TypeError for a field of the wrong type (a damaged file)."""
+        program = cls(**data)
+        for name, kind in (("path", str), ("source", str), ("entry", str), ("entry_line", int),
+                           ("entry_firstlineno", int), ("call", (str, type(None)))):
+            value = getattr(program, name)
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise TypeError(f"the program's {name} is {type(value).__name__}")
+        return program
 
 
 def read_source(path: str) -> str:
@@ -125,16 +132,25 @@ def _parse(source: str, path: str) -> ast.Module:
     try:
         return ast.parse(source, filename=path)
     except SyntaxError as exc:
-        raise ProgramError(f"{path}: syntax error on line {exc.lineno}: {exc.msg}") from None
-    except (ValueError, RecursionError) as exc:  # null bytes, absurd nesting
-        raise ProgramError(f"{path}: cannot parse it ({exc})") from None
+        where = f" on line {exc.lineno}" if exc.lineno else ""  # null bytes have no line
+        raise ProgramError(f"{path}: syntax error{where}: {exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise ProgramError(f"{path}: cannot parse it ({_parse_failure(exc)})") from None
+
+
+def _parse_failure(exc: Exception) -> str:
+    # absurd nesting overflows the parser's stack: a RecursionError, or a MemoryError with no text
+    return "nested too deeply" if isinstance(exc, (RecursionError, MemoryError)) else str(exc)
 
 
 def _check_expression(call: str) -> None:
+    shown = call if len(call) <= 80 else call[:77] + "..."
     try:
         ast.parse(call, mode="eval")
     except SyntaxError as exc:
-        raise ProgramError(f"--call {call!r} is not a Python expression: {exc.msg}") from None
+        raise ProgramError(f"--call {shown!r} is not a Python expression: {exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise ProgramError(f"--call {shown!r}: cannot parse it ({_parse_failure(exc)})") from None
 
 
 def _functions(tree: ast.AST) -> list[tuple[str, ast.FunctionDef]]:
@@ -148,8 +164,8 @@ def _functions(tree: ast.AST) -> list[tuple[str, ast.FunctionDef]]:
                 walk(child, prefix + child.name + ".")
             elif isinstance(child, ast.ClassDef):
                 walk(child, prefix + child.name + ".")
-            else:
-                walk(child, prefix)
+            elif not isinstance(child, ast.expr):  # a def is a statement: expressions, however
+                walk(child, prefix)  # deeply nested, hold none (and would exhaust the stack)
 
     walk(tree, "")
     found.sort(key=lambda f: f[1].lineno)

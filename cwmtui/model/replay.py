@@ -74,6 +74,10 @@ def record_from(data: dict, where: str, line: int = 0) -> ReplayRecord:
     generation = data.get("generation")
     if not isinstance(generation, str):
         raise ModelError(f"{where}: no 'generation' text")
+    try:
+        generation.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate escape (\\ud800): no model writes that
+        raise ModelError(f"{where}: the generation is not valid Unicode (character {exc.start} is a lone surrogate)") from None
     record_id = str(data.get("id", line))
     context, text = split_prompt(generation)
     name = f"<replay {record_id}>"
@@ -130,14 +134,23 @@ def read_replay(path: str) -> list[tuple[int, dict]]:
             continue
         try:
             data = json.loads(text)
-        except ValueError as exc:
-            raise ModelError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        except (ValueError, RecursionError) as exc:
+            raise ModelError(f"{path}:{number}: not valid JSON ({json_problem(exc)})") from None
         if not isinstance(data, dict):
             raise ModelError(f"{path}:{number}: not a JSON object")
         objects.append((number, data))
     if not objects:
         raise ModelError(f"{path}: holds no generations")
     return objects
+
+
+def json_problem(exc: Exception) -> str:
+    """What json.loads found wrong, in a few words."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg.removesuffix(' at')} at column {exc.colno}"
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return str(exc).split(";")[0]  # e.g. a number of more digits than int() converts
 
 
 def load_replay(path: str) -> list[ReplayRecord]:

@@ -155,6 +155,17 @@ class RemoteTokenizer:
         return self._decode_cached(tuple(ids)) if ids else ""
 
 
+def check_url(url: str) -> None:
+    """ModelError unless ``url`` is an http(s) URL with a host (and a numeric port, if any)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises for a port that is no number (or out of range)
+    except ValueError:  # also an unclosed IPv6 bracket
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ModelError(f"--server {url!r}: not an http(s) URL, e.g. http://localhost:8000")
+
+
 class ServerBackend(Backend):
     """A model behind an HTTP server (vLLM or fgserve), prompted with token ids."""
 
@@ -169,9 +180,7 @@ class ServerBackend(Backend):
     ) -> None:
         if kind not in ("vllm", "fgserve"):
             raise ModelError(f"--server-kind {kind!r}: choose vllm or fgserve")
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ModelError(f"--server {url!r}: not an http(s) URL, e.g. http://localhost:8000")
+        check_url(url)
         base = url.rstrip("/")
         if kind == "vllm" and base.endswith("/v1"):
             base = base[:-3]

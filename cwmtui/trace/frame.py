@@ -205,6 +205,14 @@ class OutputChunk:
     stream: str  # "stdout" | "stderr"
     text: str
 
+    @classmethod
+    def from_json(cls, row) -> "OutputChunk":
+        """From ``[step, stream, text]``; TypeError for anything else (a damaged file)."""
+        chunk = cls(*row)
+        if type(chunk.step) is not int or not isinstance(chunk.stream, str) or not isinstance(chunk.text, str):
+            raise TypeError("an output chunk must be [step, stream, text]")
+        return chunk
+
 
 @dataclass
 class Trace:
@@ -246,5 +254,5 @@ class Trace:
         return cls(
             frames=frames_from_json(data["frames"]),
             status=TraceStatus.from_json(data["status"]),
-            output=[OutputChunk(*c) for c in data.get("output", [])],
+            output=[OutputChunk.from_json(c) for c in data.get("output", [])],
         )

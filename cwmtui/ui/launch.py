@@ -126,7 +126,10 @@ def session_app(path: str, open_model: ModelOpener | None = None, rollout_change
             raise LaunchError(str(exc)) from None
         if rollout_changes and session.options is not None:
             session.options = dataclasses.replace(session.options, **rollout_changes)
-        view = SessionView.from_session(session, origin=f"session {path}")
+        try:
+            view = SessionView.from_session(session, origin=f"session {path}")
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # as in DebugSession.from_json
+            raise LaunchError(f"{path}: the session file is damaged ({exc.__class__.__name__}: {exc})") from None
     name = os.path.basename(path)
     if open_model is None:
         return CwmApp(view, theme=theme, layout=layout, export_dir=export_dir,

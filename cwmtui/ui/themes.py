@@ -18,6 +18,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from textual.color import Color, ColorParseError
+from textual.css.stylesheet import Stylesheet, StylesheetParseError
+from textual.css.tokenizer import TokenError
 from textual.theme import Theme
 
 DEFAULT_THEME = "dark"
@@ -86,6 +89,8 @@ def find_theme(spec: str) -> Path:
     if spec.endswith(".tcss") or "/" in spec or candidate.is_file():
         if candidate.is_file():
             return candidate
+        if candidate.is_dir():
+            raise ThemeError(f"theme file {spec!r} is a directory, not a .tcss file")
         raise ThemeError(f"theme file {spec!r} not found")
     for folder in THEME_DIRS:
         path = folder / f"{spec}.tcss"
@@ -118,4 +123,29 @@ def parse_theme(css: str, path: Path) -> ThemeFile:
         variables=variables,
         **fields,
     )
+    _check(css, path, theme)
     return ThemeFile(path.stem, path, css, theme)
+
+
+def _check(css: str, path: Path, theme: Theme) -> None:
+    """Raise ThemeError now for what would otherwise stop the app once it has started: a colour
+    that does not parse, or CSS rules that Textual rejects."""
+    where = f"theme {str(path)!r}"
+    try:
+        variables = theme.to_color_system().generate()
+        for name in VARIABLE_DEFAULTS.keys() & theme.variables.keys():
+            Color.parse(theme.variables[name])
+    except ColorParseError as exc:
+        raise ThemeError(f"{where}: {exc}") from None
+    stylesheet = Stylesheet(variables={**variables, **VARIABLE_DEFAULTS, **theme.variables})
+    stylesheet.add_source(css, read_from=(str(path), ""))
+    try:
+        stylesheet.parse()
+    except TokenError as exc:
+        line = exc.start[0] if exc.start else "?"  # 1-based here, 0-based in the parse errors below
+        raise ThemeError(f"{where}, line {line}: {str(exc).splitlines()[0]}") from None
+    except StylesheetParseError as exc:
+        token, message = next((error for rule in exc.errors.rules for error in rule.errors), (None, "invalid CSS"))
+        line = f", line {token.location[0] + 1}" if token is not None else ""
+        text = re.sub(r"\[/?[a-z]*\]", "", getattr(message, "summary", str(message)))
+        raise ThemeError(f"{where}{line}: {text}") from None
