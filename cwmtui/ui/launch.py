@@ -31,10 +31,15 @@ def check_theme(theme: str) -> None:
 
 
 def check_model_directory(path: str) -> None:
-    if not os.path.isdir(path):
-        raise LaunchError(f"--model {path}: no such directory (a Hugging Face model directory, or 'bundled')")
-    if not os.path.isfile(os.path.join(path, "config.json")):
-        raise LaunchError(f"--model {path}: no config.json there (not a Hugging Face model directory)")
+    """The transformers backend's own check of a model directory (missing, not a directory, no
+    config.json, weights missing), made before the app starts."""
+    from ..model import ModelError
+    from ..model.hf import check_model_dir
+
+    try:
+        check_model_dir(path)
+    except ModelError as exc:
+        raise LaunchError(f"--model {exc}") from None
 
 
 def run_app(app: CwmApp) -> int:

@@ -128,7 +128,7 @@ def test_open_checks_its_options_and_the_file_in_one_line(saved, capsys, tmp_pat
     for argv, message in [
         ([str(damaged)], "damaged.json: the session file is damaged: its format version 'two' is not understood"),
         ([str(path), "--token-budget", "100"], "--token-budget is for new branches, which need a model"),
-        ([str(path), "--model", "/no/such/model"], "--model /no/such/model: no such directory"),
+        ([str(path), "--model", "/no/such/model"], "--model /no/such/model: no such model directory"),
         ([str(path), "--model", "x", "--server", "http://localhost:1"], "cannot be used together"),
         ([str(path), "--id", "3"], "--id selects a record of --replay FILE"),
     ]:
