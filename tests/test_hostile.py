@@ -626,6 +626,8 @@ def test_a_memory_limit_beyond_what_the_os_can_hold_means_no_limit(tmp_path, cap
     ('{"id": "a", "program": %s, "generation": "<|call_sep|>{}\\ud800"}' % json.dumps(ONE),
      ":1: the generation is not valid Unicode (character 14 is a lone surrogate)"),
     ('{"id": "a", "program": "x = ' + "-" * 100_000 + '1", "generation": ""}', ":1: <replay a>: cannot parse it (nested too deeply)"),
+    ('{"id": {"a": 1}, "program": %s, "generation": ""}' % json.dumps(ONE), ":1: 'id' must be text or a number"),
+    ('{"id": "a", "program": %s, "call": 5, "generation": ""}' % json.dumps(ONE), ":1: 'call' must be text (the Python expression"),
 ])
 def test_a_damaged_replay_file_is_one_line(tmp_path, capsys, line, message):
     path = tmp_path / "r.jsonl"

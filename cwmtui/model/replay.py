@@ -78,16 +78,22 @@ def record_from(data: dict, where: str, line: int = 0) -> ReplayRecord:
         generation.encode("utf-8")
     except UnicodeEncodeError as exc:  # a lone surrogate escape (\\ud800): no model writes that
         raise ModelError(f"{where}: the generation is not valid Unicode (character {exc.start} is a lone surrogate)") from None
-    record_id = str(data.get("id", line))
+    record_id = data.get("id", line)
+    if isinstance(record_id, (dict, list)):
+        raise ModelError(f"{where}: 'id' must be text or a number")
+    record_id = str(record_id)
+    call = data.get("call")
+    if call is not None and not isinstance(call, str):
+        raise ModelError(f"{where}: 'call' must be text (the Python expression that calls the entry)")
     context, text = split_prompt(generation)
     name = f"<replay {record_id}>"
     try:
         if isinstance(data.get("program"), str):
-            program = _program(data["program"], name, data.get("call"))
+            program = _program(data["program"], name, call)
         elif isinstance(data.get("code"), str) and data.get("input") is not None:
             program = cruxeval_program(data["code"], str(data["input"]), path=name)
         elif context is not None:
-            program = _program(context, name, data.get("call"))
+            program = _program(context, name, call)
         else:
             raise ModelError(f"{where}: no program: needs 'program', or 'code' and 'input'")
     except ProgramError as exc:
@@ -96,8 +102,8 @@ def record_from(data: dict, where: str, line: int = 0) -> ReplayRecord:
     return ReplayRecord(record_id, program, text, seeded, line)
 
 
-def _program(source: str, name: str, call) -> Program:
-    program = program_from_source(source, name, call=call if isinstance(call, str) else None)
+def _program(source: str, name: str, call: str | None) -> Program:
+    program = program_from_source(source, name, call=call)
     if program.call is None and _takes_no_arguments(program):
         # e.g. a CRUXEval-style "def main():  # << START_OF_TRACE" wrapper that nothing calls
         program = program_from_source(program.source, name, call=f"{program.entry}()")
