@@ -358,10 +358,6 @@ def excepting(rng: random.Random, size: int) -> str:
     usable = [(e, x) for e, x in RAISERS if all("{" + v not in e for v in ("s", "d", "l", "i") if v not in have)]
     raiser, exc = rng.choice(usable or [("1 // 0", "ZeroDivisionError")])
     text = raiser.format(s="s", d="d", l="l", i="i", k=rng.choice(KEYS), n=rng.randint(0, 8))
-    code = []
-    helper_src = ""
-    if rng.random() < 0.3:
-        helper_src = f"def risky(s, d, l, i):\n    return {text.replace('{', '')}\n\n" if False else ""
     body = list(pre) + block(env, "    ", rng.randint(0, 1 + size // 2), size, allow_loop=False)
     env.vars.setdefault("res", "int")
     handler = rng.choice((exc, "Exception", f"({exc}, ValueError)"))
@@ -371,7 +367,7 @@ def excepting(rng: random.Random, size: int) -> str:
     if rng.random() < 0.3:
         body += ["    else:", "        res = 1"]
     body += block(env, "    ", rng.randint(0, 1), size, allow_loop=False)
-    return helper_src + _entry("f", [], body, env) + _call("f", [])
+    return _entry("f", [], body, env) + _call("f", [])
 
 
 def callee_raises(rng: random.Random, size: int) -> str:
