@@ -6,6 +6,7 @@ import re
 import pytest
 
 from cwmtui.suites import SuiteProgram, families, s5, zoo
+from cwmtui.suites.quotes import double_quoted
 from cwmtui.trace import Event, Status
 
 
@@ -106,9 +107,37 @@ def test_some_training_programs_open_with_a_module_header_that_leaves_the_trace_
                 continue
             headed += 1
             bare = families._bare(family, 2, i, 2)
-            assert p.source.endswith(bare.source) and p.entry_line > bare.entry_line
+            body = double_quoted(bare.source) if p.meta.get("double_quoted") else bare.source
+            assert p.source.endswith(body) and p.entry_line > bare.entry_line
             ast.parse(p.source)
             ours, theirs = interpreter.trace(p), interpreter.trace(bare)
-            assert [(f.event, f.action, f.locals, f.arg) for f in ours.frames] == \
-                [(f.event, f.action, f.locals, f.arg) for f in theirs.frames], p.id
+            assert [(f.event, f.locals, f.arg) for f in ours.frames] == \
+                [(f.event, f.locals, f.arg) for f in theirs.frames], p.id
     assert 0.2 * 12 * len(families.FAMILIES) < headed < 0.6 * 12 * len(families.FAMILIES)
+
+
+def test_some_training_programs_quote_their_strings_with_double_quotes_and_trace_the_same(interpreter):
+    """Real code quotes strings with ", the generators with repr()'s ': a share of training
+    programs are rewritten with ", so the model learns to copy such lines; every value in the
+    trace stays what it was (repr still writes ')."""
+    styled = shown = 0
+    for family in families.FAMILIES:
+        for i in range(12):
+            p = families.program(family, seed=4, index=i, size=2)
+            if not p.meta.get("double_quoted"):
+                continue
+            styled += 1
+            bare = families._bare(family, 4, i, 2)
+            ours, theirs = interpreter.trace(p), interpreter.trace(bare)
+            assert ours.status.kind == theirs.status.kind and ours.output == theirs.output, p.id
+            assert [(f.event, f.locals, f.arg) for f in ours.frames] == \
+                [(f.event, f.locals, f.arg) for f in theirs.frames], p.id
+            shown += any('"' in f.action for f in ours.frames)  # a line with " runs: the model copies it
+    assert 0.15 * 12 * len(families.FAMILIES) < styled < 0.6 * 12 * len(families.FAMILIES)
+    assert shown > 0.8 * styled
+
+
+def test_double_quoting_rewrites_plain_literals_and_leaves_the_others_alone():
+    source = "def f(x):\n    s = 'ab' + f'{x}' + '\"' + '\\n'\n    return '''t''' + b'y' + 'c'\n"
+    assert double_quoted(source) == (
+        "def f(x):\n    s = \"ab\" + f'{x}' + '\"' + '\\n'\n    return '''t''' + b'y' + \"c\"\n")

@@ -27,6 +27,7 @@ import random
 from ..interpreter import cruxeval_program
 from . import SuiteProgram, make_program, rng_for, s5, zoo
 from .preamble import preamble
+from .quotes import double_quoted
 
 FAMILIES = ("crux", "loop", "helper", "exception", "grow", "story", "copy", "s5", "zoo")
 WORDS = ("apple", "sky", "banana", "rose", "hello", "mouse", "grass", "moon", "code", "lemon",
@@ -34,6 +35,7 @@ WORDS = ("apple", "sky", "banana", "rose", "hello", "mouse", "grass", "moon", "c
 LETTERS = "abcdeilmnorstxyz"
 KEYS = ("a", "b", "c", "x", "y", "k", "n", "key", "one", "two")
 PREAMBLE_SHARE = 0.4  # of programs that begin with a module header (see preamble.py)
+DOUBLE_QUOTE_SHARE = 0.5  # of programs whose string literals are written "..." (see quotes.py)
 
 
 class Env:
@@ -512,13 +514,21 @@ def copy_lines(rng: random.Random, size: int) -> str:
 
 
 def program(family: str, seed: int, index: int, size: int = 2) -> SuiteProgram:
-    """One training program of ``family``; ``size`` in 1..5 scales its length. A share of them
-    (``PREAMBLE_SHARE``) begins with a module header (docstring, comments, imports), as real files do."""
+    """One training program of ``family``; ``size`` in 1..5 scales its length. Written as real
+    files are: a share (``DOUBLE_QUOTE_SHARE``) quotes its strings with ``"``, and a share
+    (``PREAMBLE_SHARE``) begins with a module header (docstring, comments, imports)."""
     p = _bare(family, seed, index, size)
+    source, meta = p.source, p.meta
+    if rng_for("quotes", family, seed, index).random() < DOUBLE_QUOTE_SHARE:
+        source = double_quoted(source)
+        if source != p.source:
+            meta = meta | {"double_quoted": True}
     head = rng_for("preamble", family, seed, index)
     if head.random() < PREAMBLE_SHARE:
-        p = make_program(preamble(head) + p.source, p.call, p.id, p.meta | {"preamble": True}, path=p.path)
-    return p
+        source, meta = preamble(head) + source, meta | {"preamble": True}
+    if source == p.source:
+        return p
+    return make_program(source, p.call, p.id, meta, path=p.path)
 
 
 def _bare(family: str, seed: int, index: int, size: int) -> SuiteProgram:

@@ -123,7 +123,8 @@ def render(path: str, m: dict) -> str:
         "wrapper), loops with counters and accumulators, helper calls, caught exceptions, and",
         "programs whose state grows, programs shaped like the demos in `samples/`, and straight-line code "
         "binding random names to random literals (only copying predicts it). "
-        "Module headers (docstring, comments, imports, as real files have) open a share of them: "
+        "As real files are written, a share of them open with a module header (docstring, comments, "
+        "imports) and a share quote their strings with `\"`: "
         f"{phases_text(info, 'data')}. Each is traced by `cwmtui.interpreter`, rendered as",
         "`prompt + frames + <|end_of_text|>`; the entry CALL frame belongs to the prompt and the",
         "loss covers the frames after it. Length curriculum: documents up to 768 tokens, then",

@@ -419,7 +419,8 @@ PHASES_BEFORE = {"precision": "bf16 autocast", "data": NO_HEADERS}
 
 def data_label() -> str:
     """What the training data is now, where it changed over the bundled model's runs."""
-    return f"{families.PREAMBLE_SHARE:.0%} of programs with a module header"
+    return (f"{families.PREAMBLE_SHARE:.0%} of programs with a module header, "
+            f"{families.DOUBLE_QUOTE_SHARE:.0%} with double-quoted strings")
 
 
 def phases(record: dict, key: str) -> list:
