@@ -96,23 +96,31 @@ def test_exception_family_catches_exceptions(interpreter):
     assert caught >= 5
 
 
+def styled_programs(interpreter, flag: str, seed: int):
+    """The training programs (12 a family) that ``program()`` wrote as real files are (meta
+    ``flag``), each with its bare form; the two traces' events and values must be the same."""
+    for family in families.FAMILIES:
+        for i in range(12):
+            p = families.program(family, seed=seed, index=i, size=2)
+            if not p.meta.get(flag):
+                continue
+            bare = families._bare(family, seed, i, 2)
+            ours, theirs = interpreter.trace(p), interpreter.trace(bare)
+            assert ours.status.kind == theirs.status.kind and ours.output == theirs.output, p.id
+            assert [(f.event, f.locals, f.arg) for f in ours.frames] == \
+                [(f.event, f.locals, f.arg) for f in theirs.frames], p.id
+            yield p, bare, ours
+
+
 def test_some_training_programs_open_with_a_module_header_that_leaves_the_trace_alone(interpreter):
     """Real files start with a docstring, comments or imports: a share of training programs do
     too, so the model learns to copy the line after the marked def, not the second line."""
     headed = 0
-    for family in families.FAMILIES:
-        for i in range(12):
-            p = families.program(family, seed=2, index=i, size=2)
-            if not p.meta.get("preamble"):
-                continue
-            headed += 1
-            bare = families._bare(family, 2, i, 2)
-            body = double_quoted(bare.source) if p.meta.get("double_quoted") else bare.source
-            assert p.source.endswith(body) and p.entry_line > bare.entry_line
-            ast.parse(p.source)
-            ours, theirs = interpreter.trace(p), interpreter.trace(bare)
-            assert [(f.event, f.locals, f.arg) for f in ours.frames] == \
-                [(f.event, f.locals, f.arg) for f in theirs.frames], p.id
+    for p, bare, _ in styled_programs(interpreter, "preamble", seed=2):
+        headed += 1
+        body = double_quoted(bare.source) if p.meta.get("double_quoted") else bare.source
+        assert p.source.endswith(body) and p.entry_line > bare.entry_line
+        ast.parse(p.source)
     assert 0.2 * 12 * len(families.FAMILIES) < headed < 0.6 * 12 * len(families.FAMILIES)
 
 
@@ -121,18 +129,9 @@ def test_some_training_programs_quote_their_strings_with_double_quotes_and_trace
     programs are rewritten with ", so the model learns to copy such lines; every value in the
     trace stays what it was (repr still writes ')."""
     styled = shown = 0
-    for family in families.FAMILIES:
-        for i in range(12):
-            p = families.program(family, seed=4, index=i, size=2)
-            if not p.meta.get("double_quoted"):
-                continue
-            styled += 1
-            bare = families._bare(family, 4, i, 2)
-            ours, theirs = interpreter.trace(p), interpreter.trace(bare)
-            assert ours.status.kind == theirs.status.kind and ours.output == theirs.output, p.id
-            assert [(f.event, f.locals, f.arg) for f in ours.frames] == \
-                [(f.event, f.locals, f.arg) for f in theirs.frames], p.id
-            shown += any('"' in f.action for f in ours.frames)  # a line with " runs: the model copies it
+    for _, _, trace in styled_programs(interpreter, "double_quoted", seed=4):
+        styled += 1
+        shown += any('"' in f.action for f in trace.frames)  # a line with " runs: the model copies it
     assert 0.15 * 12 * len(families.FAMILIES) < styled < 0.6 * 12 * len(families.FAMILIES)
     assert shown > 0.8 * styled
 
