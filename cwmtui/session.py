@@ -35,6 +35,7 @@ from .analysis.compare import Comparison, compare
 from .analysis.lens import Lens, byte_pieces, token_lens
 from .analysis.recovery import Recovery, recovery, teacher_force
 from .interpreter import Interpreter, Limits, Program
+from .json_lines import DAMAGED_DATA
 from .trace import Event, Frame, OutputChunk, Trace, TraceStatus, tokens
 from .trace.collector import collector_paused
 from .trace.frame import frames_from_json
@@ -134,7 +135,7 @@ class Branch:
                 branch.comparison = Comparison.from_saved(saved, truth, branch.frames)
                 if data.get("recovery") is not None:
                     branch.recovery = Recovery.from_json(data["recovery"], branch.comparison)
-            except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+            except DAMAGED_DATA:
                 branch.comparison = branch.recovery = None
         return branch
 
@@ -554,7 +555,7 @@ class DebugSession:
             model_name, model_description = model.get("name", ""), model.get("description", "")
             if not isinstance(model_name, str) or not isinstance(model_description, str):
                 raise TypeError("the model's name and description must be text")
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # AttributeError: a list or number where an object belongs
+        except DAMAGED_DATA as exc:
             raise SessionError(f"the session file is damaged ({exc.__class__.__name__}: {exc})") from None
         session = cls(program, backend, options, limits, truth=truth)
         if backend is None:

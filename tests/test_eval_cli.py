@@ -133,7 +133,7 @@ def test_zoo_breakdowns_by_depth_type_and_form(capsys, tmp_path):
         (["humaneval", "--replay", "x.jsonl"], "unknown suite 'humaneval'"),
         (["s5", "--concurrency", "0"], "--concurrency must be at least 1"),
         (["s5", "--plot", "out.txt"], "give a .png file name"),
-        (["--report", "missing.jsonl"], "missing.jsonl: cannot read it"),
+        (["--report", "missing.jsonl"], "missing.jsonl: no such file"),
         ([], "name a suite"),
         (["s5", "--n", "0", "--replay", "x.jsonl"], "positive whole numbers"),
         (["zoo", "--n", "8"], "--n (numbers of swaps) is for the s5 suite"),

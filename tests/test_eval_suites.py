@@ -47,11 +47,28 @@ def test_jsonl_of_programs_and_of_cruxeval_records(tmp_path, interpreter):
     assert interpreter.trace(upper.program).return_value() == "'AB'"
 
 
+def test_programs_without_ids_are_named_by_their_line_as_in_a_replay_file(tmp_path):
+    # a dump of generations without ids is matched to the suite by line number (RecordedGenerations)
+    program = json.dumps({"program": "def f():\n    return 1\n", "call": "f()"})
+    path = tmp_path / "programs.jsonl"
+    path.write_text(f"{program}\n\n{program}\n")
+    assert [case.id for case in load_suite(str(path)).cases] == ["1", "3"]
+
+
+def test_a_raw_line_separator_inside_a_json_string_does_not_split_the_line(tmp_path, interpreter):
+    # json.dumps(..., ensure_ascii=False), as results files are written, leaves U+2028 raw
+    path = tmp_path / "programs.jsonl"
+    record = {"id": "sep", "program": "def f():\n    return 'a\u2028b'\n", "call": "f()"}
+    path.write_text("\ufeff" + json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8")  # and a BOM
+    (case,) = load_suite(str(path)).cases
+    assert interpreter.trace(case.program).return_value() == "'a\\u2028b'"
+
+
 @pytest.mark.parametrize(
     "content, message",
     [
         ('{"id": "x"}\n', "needs 'program'"),
-        ("not json\n", "not a JSON line"),
+        ("not json\n", r":1: not valid JSON \(Expecting value at column 1\)"),
         ('{"id": "x", "program": "def f(:\\n"}\n', "syntax error"),
         ('{"id": "x", "code": "def f(): return 1", "input": ""}\n{"id": "x", "code": "def f(): return 1", "input": ""}\n', "appears twice"),
         ("", "no programs"),

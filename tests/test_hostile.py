@@ -645,15 +645,36 @@ def test_damaged_suite_and_results_files_are_one_line(tmp_path, capsys):
     deep.write_text("[" * 100_000 + "]" * 100_000 + "\n")
     damaged.write_text('{"output": 1, "frames": 2}\n')
     for argv, message in [
-        ((str(undecodable),), f"{undecodable}: not UTF-8 text (a suite file is JSON lines)"),
-        (("--report", str(undecodable)), f"{undecodable}: not UTF-8 text (a results file is JSON lines)"),
-        ((str(deep),), f"{deep}:1: not a JSON line"),
-        (("--report", str(deep)), f"{deep}:1: not a JSON line"),
+        ((str(undecodable),), f"{undecodable}: not UTF-8 text (bad byte on line 1)"),
+        (("--report", str(undecodable)), f"{undecodable}: not UTF-8 text (bad byte on line 1)"),
+        ((str(deep),), f"{deep}:1: not valid JSON (nested too deeply)"),
+        (("--report", str(deep)), f"{deep}:1: not valid JSON (nested too deeply)"),
         (("--report", str(damaged)), f"{damaged}: the results file is damaged (TypeError: 'int' object is not subscriptable)"),
     ]:
         code, out, err = verb(capsys, "eval", *argv)
         assert (code, out) == (2, ""), argv
         assert one_line(err) == f"cwmtui: error: {message}"
+
+
+@pytest.mark.parametrize("content, problem", [
+    ('\n{"id": "a",\n', ":2: not valid JSON (Expecting property name enclosed in double quotes at column 12)"),
+    ("[1, 2]\n", ":1: not a JSON object"),
+    (None, ": is a directory, not a {what}"),
+    ("missing", ": no such file"),
+])
+def test_suite_results_and_replay_files_report_the_same_damage_alike(tmp_path, capsys, content, problem):
+    path = tmp_path / "file.jsonl"
+    if content is None:
+        path.mkdir()
+    elif content != "missing":
+        path.write_text(content)
+    readers = [(("eval", "--report", str(path)), "results file"), (("diff", "--replay", str(path)), "replay file")]
+    if content not in (None, "missing"):  # a suite is a file or a directory (of .py files)
+        readers.append((("eval", str(path)), "suite file"))
+    for argv, what in readers:
+        code, out, err = verb(capsys, *argv)
+        assert (code, out) == (2, ""), argv
+        assert one_line(err) == f"cwmtui: error: {path}{problem.format(what=what)}", argv
 
 
 def test_an_output_file_never_overwrites_an_input_and_bad_paths_fail_first(tmp_path, capsys):

@@ -174,7 +174,7 @@ def test_bad_replay_files_are_one_line(tmp_path, content, message):
 
 
 def test_a_missing_replay_file(tmp_path):
-    with pytest.raises(ModelError, match="no such replay file"):
+    with pytest.raises(ModelError, match="no such file"):
         open_backend(replay=str(tmp_path / "none.jsonl"))
 
 

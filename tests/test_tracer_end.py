@@ -124,3 +124,13 @@ def test_recursion_caught_inside_the_entry_ends_the_trace_at_the_limit_also_with
         f()
         """)
     assert (trace.status.kind, trace.status.limit) == (Status.LIMIT, "recursion")
+
+
+def test_actions_are_physical_lines_even_with_a_form_feed_or_a_line_separator_in_them(interpreter):
+    # str.splitlines would cut at U+2028 (inside the literal) and at the form feed, and every
+    # later action would be the wrong line; Python numbers lines at \n, \r\n and \r only
+    source = 'def f():  # << START_OF_TRACE\n    s = "a\u2028b"\n\x0c\n    t = 1\n    return s\n\nf()\n'
+    trace = interpreter.trace(program_from_source(source, "<sep>"))
+    assert [frame.action for frame in trace.frames] == [
+        "def f():\n", '    s = "a\u2028b"\n', "    t = 1\n", "    return s\n", "    return s\n"]
+    assert trace.return_value() == "'a\\u2028b'"

@@ -51,6 +51,7 @@ def build_parser() -> Parser:
 def run(args) -> int:
     from ..analysis.report import aggregate
     from ..evaluation.record import ResultsError, read_results
+    from ..json_lines import DAMAGED_DATA
 
     if args.plot and not args.plot.lower().endswith(".png"):
         raise UsageError(f"--plot {args.plot}: give a .png file name")
@@ -64,7 +65,7 @@ def run(args) -> int:
             report = aggregate(records)
         except ResultsError as exc:
             raise UsageError(str(exc)) from None
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # a list or number where an object belongs
+        except DAMAGED_DATA as exc:
             raise UsageError(f"{args.report}: the results file is damaged ({exc.__class__.__name__}: {exc})") from None
         show(report, args)
         return 0

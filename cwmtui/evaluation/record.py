@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..analysis.outcome import entry_outcome, is_string_value, outcomes_agree
+from ..json_lines import read_json_lines
 from ..trace import Frame, Trace
 
 FORMAT_VERSION = 1
@@ -153,26 +154,11 @@ def write_results(path: str | Path, records: Iterable[dict]) -> None:
 
 def read_results(path: str | Path) -> list[dict]:
     """The records of a results file, or a :class:`ResultsError` that says what is wrong."""
-    try:
-        handle = open(path, encoding="utf-8")
-    except OSError as exc:
-        raise ResultsError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     records = []
-    with handle:
-        try:
-            lines = handle.readlines()
-        except UnicodeDecodeError:
-            raise ResultsError(f"{path}: not UTF-8 text (a results file is JSON lines)") from None
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
-                raise ResultsError(f"{path}:{number}: not a JSON line") from None
-            if not isinstance(record, dict) or "output" not in record or "frames" not in record:
-                raise ResultsError(f"{path}:{number}: not a line of a 'cwmtui eval' results file")
-            records.append(record)
+    for number, record in read_json_lines(path, "results file", ResultsError):
+        if "output" not in record or "frames" not in record:
+            raise ResultsError(f"{path}:{number}: not a line of a 'cwmtui eval' results file")
+        records.append(record)
     if not records:
         raise ResultsError(f"{path}: no results in it")
     return records

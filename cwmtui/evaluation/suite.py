@@ -7,12 +7,12 @@ module only turns their programs into cases and reads the file-based suites.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..interpreter import Program, ProgramError, cruxeval_program, load_program, program_from_source
+from ..json_lines import read_json_lines
 
 #: where the CRUXEval data lives: ``../shared/benchmarks/cruxeval`` beside the checkout
 CRUXEVAL_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "cruxeval" / "cruxeval.jsonl"
@@ -82,7 +82,7 @@ def load_suite(
 
 def cruxeval_cases(path: Path, count: int | None = None) -> list[Case]:
     cases = []
-    for record in _read_jsonl(path):
+    for _, record in read_json_lines(path, "suite file", SuiteError):
         if count is not None and len(cases) >= count:
             break
         try:
@@ -117,11 +117,9 @@ def jsonl_cases(path: Path, count: int | None = None) -> list[Case]:
     """
     cases = []
     seen: set[str] = set()
-    for number, record in enumerate(_read_jsonl(path), 1):
+    for number, record in read_json_lines(path, "suite file", SuiteError):
         if count is not None and len(cases) >= count:
             break
-        if not isinstance(record, dict):
-            raise SuiteError(f"{path}:{number}: expected a JSON object")
         ident = str(record.get("id", number))
         if ident in seen:
             raise SuiteError(f"{path}:{number}: id {ident!r} appears twice")
@@ -171,24 +169,3 @@ def zoo_cases(depths: list[int], count: int, seed: int, types: list[str] | None 
 def _generated_case(program) -> Case:
     """A case from a :class:`cwmtui.suites.SuiteProgram` (a Program with ``id`` and ``meta``)."""
     return Case(program.id, program, dict(program.meta))
-
-
-def _read_jsonl(path: Path):
-    try:
-        handle = open(path, encoding="utf-8")
-    except OSError as exc:
-        raise SuiteError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    with handle:
-        try:
-            lines = handle.readlines()
-        except UnicodeDecodeError:
-            raise SuiteError(f"{path}: not UTF-8 text (a suite file is JSON lines)") from None
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
-                raise SuiteError(f"{path}:{number}: not a JSON line") from None
-            yield data
-

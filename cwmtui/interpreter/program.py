@@ -6,7 +6,9 @@ import ast
 import os
 from dataclasses import dataclass
 
+from ..files import read_text
 from ..trace import tokens
+from ..trace.source import source_lines
 
 NO_ENTRY_HELP = (
     "no entry function: add '# << START_OF_TRACE' to the def line of the function to trace, "
@@ -29,7 +31,7 @@ class Program:
 
     @property
     def lines(self) -> list[str]:
-        return self.source.splitlines(keepends=True)
+        return source_lines(self.source)
 
     def to_json(self) -> dict:
         return {
@@ -55,21 +57,7 @@ class Program:
 
 def read_source(path: str) -> str:
     """The file's text, or a ProgramError that says what is wrong with it."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except FileNotFoundError:
-        raise ProgramError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ProgramError(f"{path}: is a directory, not a Python file") from None
-    except OSError as exc:
-        raise ProgramError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ProgramError(f"{path}: not UTF-8 text (bad byte on line {line})") from None
-    return text.removeprefix("\ufeff")
+    return read_text(path, "Python file", ProgramError)
 
 
 def load_program(path: str, entry: str | None = None, call: str | None = None) -> Program:
@@ -90,7 +78,7 @@ def program_from_source(
         source += "\n"
     tree = _parse(source, path)
     functions = _functions(tree)
-    lines = source.splitlines(keepends=True)
+    lines = source_lines(source)
     marked = [f for f in functions if tokens.has_marker(lines[f[1].lineno - 1])]
     if entry is not None:
         # the qualified name first (``f``, ``Class.method``), then the bare name if unique

@@ -20,12 +20,12 @@ are impossible: there is no model to ask what would have happened.
 from __future__ import annotations
 
 import ast
-import json
 import os
 from dataclasses import dataclass
 from typing import Sequence
 
 from ..interpreter.program import Program, ProgramError, cruxeval_program, program_from_source
+from ..json_lines import read_json_lines
 from ..trace import tokens
 from ..trace.frame import Event, Frame
 from ..trace.parser import split_text
@@ -123,40 +123,10 @@ def _takes_no_arguments(program: Program) -> bool:
 
 def read_replay(path: str) -> list[tuple[int, dict]]:
     """The JSON objects of a replay file with their line numbers."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            lines = handle.readlines()
-    except FileNotFoundError:
-        raise ModelError(f"{path}: no such replay file") from None
-    except IsADirectoryError:
-        raise ModelError(f"{path}: is a directory, not a replay file (.jsonl)") from None
-    except UnicodeDecodeError:
-        raise ModelError(f"{path}: not UTF-8 text (a replay file is JSON lines)") from None
-    except OSError as exc:
-        raise ModelError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    objects: list[tuple[int, dict]] = []
-    for number, text in enumerate(lines, 1):
-        if not text.strip():
-            continue
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            raise ModelError(f"{path}:{number}: not valid JSON ({json_problem(exc)})") from None
-        if not isinstance(data, dict):
-            raise ModelError(f"{path}:{number}: not a JSON object")
-        objects.append((number, data))
+    objects = read_json_lines(path, "replay file", ModelError)
     if not objects:
         raise ModelError(f"{path}: holds no generations")
     return objects
-
-
-def json_problem(exc: Exception) -> str:
-    """What json.loads found wrong, in a few words."""
-    if isinstance(exc, json.JSONDecodeError):
-        return f"{exc.msg.removesuffix(' at')} at column {exc.colno}"
-    if isinstance(exc, RecursionError):
-        return "nested too deeply"
-    return str(exc).split(";")[0]  # e.g. a number of more digits than int() converts
 
 
 def load_replay(path: str) -> list[ReplayRecord]:

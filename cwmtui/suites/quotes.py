@@ -11,15 +11,16 @@ behaviour, and so every value in its trace (``repr()`` still writes ``'``), stay
 
 from __future__ import annotations
 
-import io
 import tokenize
+
+from ..trace.source import source_lines
 
 
 def double_quoted(source: str) -> str:
     """``source`` with each one-line ``'...'`` literal (no prefix, no ``"`` or backslash
     inside) written ``"..."``; everything else, column for column, as it was."""
-    lines = source.splitlines(keepends=True)
-    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+    lines = source_lines(source)
+    for token in tokenize.generate_tokens(iter(lines).__next__):
         text = token.string
         if token.type != tokenize.STRING or not text.startswith("'") or text.startswith("'''"):
             continue

@@ -6,6 +6,7 @@ code object of the current scope, and the line reached before), not by the first
 
 from __future__ import annotations
 
+import io
 import re
 import types
 from dataclasses import dataclass
@@ -15,6 +16,13 @@ from .tokens import strip_marker
 # CO_GENERATOR | CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR
 _RESUMABLE = 0x20 | 0x80 | 0x100 | 0x200
 _DEF_NAME = re.compile(r"^\s*(?:async\s+)?def\s+([A-Za-z_]\w*)|^\s*class\s+([A-Za-z_]\w*)")
+
+
+def source_lines(source: str) -> list[str]:
+    """The program's physical lines with their ends, numbered as Python numbers them: split at
+    ``\n``, ``\r\n`` and ``\r`` only (``str.splitlines`` also splits at a form feed or a U+2028,
+    which may sit inside a line or a string literal)."""
+    return io.StringIO(source, newline="").readlines()
 
 
 @dataclass(slots=True)
@@ -34,7 +42,7 @@ class Scope:
 
 class SourceMap:
     def __init__(self, source: str) -> None:
-        self.lines = source.splitlines(keepends=True)
+        self.lines = source_lines(source)
         self._by_text: dict[str, list[int]] = {}
         for number, line in enumerate(self.lines, start=1):
             self._by_text.setdefault(_key(line), []).append(number)

@@ -12,6 +12,7 @@ import dataclasses
 import gc
 import os
 
+from ..json_lines import DAMAGED_DATA
 from ..trace.collector import collector_paused
 from .app import CwmApp
 from .branch_view import SessionView
@@ -133,7 +134,7 @@ def session_app(path: str, open_model: ModelOpener | None = None, rollout_change
             session.options = dataclasses.replace(session.options, **rollout_changes)
         try:
             view = SessionView.from_session(session, origin=f"session {path}")
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # as in DebugSession.from_json
+        except DAMAGED_DATA as exc:
             raise LaunchError(f"{path}: the session file is damaged ({exc.__class__.__name__}: {exc})") from None
     name = os.path.basename(path)
     if open_model is None:

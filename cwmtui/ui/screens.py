@@ -15,6 +15,7 @@ from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from ..trace import Frame
+from ..trace.source import source_lines
 from ..trace.tokens import strip_marker
 
 MODAL_CSS = """
@@ -122,7 +123,7 @@ class OverrideScreen(ModalScreen[OverrideChoice | None]):
                  can_generate: bool, reason: str = "") -> None:
         super().__init__(id="override-screen")
         self.step = step
-        self.source_lines = source.splitlines(keepends=True)
+        self.source_lines = source_lines(source)
         self.truth = truth
         self.model = model
         self.can_generate = can_generate

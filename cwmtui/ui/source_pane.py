@@ -15,6 +15,7 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from ..trace.source import source_lines
 from ..trace.tokens import has_marker
 
 _TOKEN_CLASSES = (
@@ -86,7 +87,7 @@ class SourcePane(ScrollView, can_focus=False):
 
     def show_source(self, source: str) -> None:
         self._cache.clear()
-        self.raw = source.splitlines()
+        self.raw = [line.rstrip("\r\n") for line in source_lines(source)]
         self.lines = highlight(source)
         while len(self.lines) < len(self.raw):
             self.lines.append([])
