@@ -29,6 +29,11 @@ _TOKEN_CLASSES = (
     (Operator, "source--operator"),
 )
 
+# Characters a terminal would act on rather than show (a form feed moves the cursor down, a U+2028
+# may end the row): shown as their control pictures, so that a program's lines stay one row each.
+_VISIBLE = str.maketrans({**{code: 0x2400 + code for code in range(32) if code != 9}, 0x7F: "\u2421",
+                          0x85: "\u2424", 0x2028: "\u2424", 0x2029: "\u2424"})
+
 
 def highlight(source: str) -> list[list[tuple[str, str | None]]]:
     """Each source line as (text, component class) pieces."""
@@ -44,7 +49,7 @@ def highlight(source: str) -> list[list[tuple[str, str | None]]]:
             if i:
                 lines.append([])
             if part:
-                lines[-1].append((part.replace("\t", "    "), name))
+                lines[-1].append((part.replace("\t", "    ").translate(_VISIBLE), name))
     if lines and not lines[-1]:
         lines.pop()
     return lines

@@ -190,3 +190,23 @@ async def test_control_characters_the_model_wrote_reach_the_screen_escaped(inter
         state = "\n".join("".join(s.text for s in strip) for strip in app.debugger.query_one("#state")._strips)
         assert "'\\x1b" in state  # the escape, shown (the narrow column may cut the rest)
         assert "\x1b" not in state and "\t" not in state
+
+
+async def test_a_form_feed_or_line_separator_in_the_source_keeps_one_row_per_line(interpreter, tmp_path):
+    from cwmtui.interpreter import program_from_source
+    from cwmtui.ui.source_pane import SourcePane
+
+    from .sessions import model_frames, offline_view
+
+    source = 'def f():  # << START_OF_TRACE\n    s = "a\u2028b"\n\x0c\n    t = 1\n    return s\n\nf()\n'
+    program = program_from_source(source, "sep.py")
+    truth = interpreter.trace(program)
+    app = CwmApp(offline_view(program, truth, model_frames(program, truth)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = app.debugger.query_one(SourcePane)
+        rows = [pane.render_line(y).text for y in range(7)]
+        assert all(ch not in row for row in rows for ch in "\x0c\u2028"), rows  # a terminal acts on them
+        assert '"a\u2424b"' in rows[1] and "\u240c" in rows[2] and "t = 1" in rows[3]
+        await pilot.press("end")  # the last step: the return on line 5
+        await pilot.pause()
+        assert pane.truth_line == 5 and "return s" in pane.render_line(4).text
