@@ -595,6 +595,17 @@ def verb(capsys, *argv):
 ONE = "def f():  # << START_OF_TRACE\n    return 1\n\nf()\n"
 
 
+@pytest.mark.parametrize("call", ["(yield 1)", "(yield from f(1))", "await f(1)", "[x async for x in f(1)]"])
+def test_a_call_that_would_yield_or_await_is_refused(tmp_path, capsys, call):
+    # it runs as ``return CALL`` in a function of its own: a generator or coroutine, never the entry
+    for source in ("def f(x):\n    return x\n", "def f(x):  # << START_OF_TRACE\n    return x\n"):
+        code, out, err = cli(capsys, write(tmp_path, source), f"--call={call}")
+        assert (code, out) == (2, "")
+        assert one_line(err) == f"cwmtui: error: --call {call!r}: a call cannot yield or await; call the entry directly"
+    code, out, _ = cli(capsys, write(tmp_path, "def f(x):\n    return x\n"), "--call=f(lambda: (yield))")
+    assert code == 0 and out  # a lambda's yield is the lambda's own
+
+
 def test_absurd_nesting_in_the_program_or_the_call_is_an_input_error(tmp_path, capsys):
     deep = write(tmp_path, "x = " + "-" * 100_000 + "1\n", "deep.py")  # the parser runs out of stack
     code, out, err = cli(capsys, deep)
@@ -729,6 +740,17 @@ def test_a_theme_the_app_would_reject_is_refused_before_it_starts(tmp_path, caps
     code, out, err = verb(capsys, write(tmp_path, ONE), "--theme", str(theme))
     assert (code, out) == (2, "")
     assert one_line(err).startswith(f"cwmtui: error: theme '{theme}'") and message in err
+
+
+def test_an_export_dir_x_could_not_save_into_is_refused_before_the_app_starts(tmp_path, capsys):
+    program, session = write(tmp_path, ONE), write(tmp_path, "{}", "s.json")
+    blocker = write(tmp_path, "not a folder", "blocker")
+    for path, message in [(blocker, "is a file, not a directory"), (f"{blocker}/sub", f"({blocker} is not a writable directory)"),
+                          ("", "give a directory")]:
+        for argv in ((program,), ("open", session)):
+            code, out, err = verb(capsys, *argv, "--export-dir", path)
+            assert (code, out) == (2, ""), (argv, path)
+            assert message in one_line(err), (argv, path)
 
 
 @pytest.mark.parametrize("damage, message", [

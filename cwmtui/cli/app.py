@@ -28,14 +28,32 @@ def add_ui_options(parser) -> None:
     group.add_argument("--export-dir", default=".", metavar="DIR", help="where x saves the session JSON and SVG (default: the current directory)")
 
 
-def run(args) -> int:
-    from ..model import ModelError, backend_from_args, rollout_options_from_args
-    from ..ui.launch import LaunchError, check_theme, open_program, open_replay_list
+def check_ui_options(args) -> None:
+    """Before the app starts: the theme loads, and x will be able to save into --export-dir (a
+    missing folder is made then, so the nearest folder that exists must be a writable one)."""
+    from ..ui.launch import LaunchError, check_theme
 
     try:
         check_theme(args.theme)
     except LaunchError as exc:
         raise UsageError(str(exc)) from None
+    path = args.export_dir
+    if not path:
+        raise UsageError("--export-dir: give a directory")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(f"--export-dir {path}: is a file, not a directory")
+    existing = os.path.abspath(path)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing) or not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"--export-dir {path}: cannot make or write it ({existing} is not a writable directory)")
+
+
+def run(args) -> int:
+    from ..model import ModelError, backend_from_args, rollout_options_from_args
+    from ..ui.launch import LaunchError, open_program, open_replay_list
+
+    check_ui_options(args)
     limits = limits_from(args)
     options = rollout_options_from_args(args)
     try:

@@ -9,7 +9,7 @@ the rollout options (``--token-budget``, ``--temperature``, ...) change the save
 from __future__ import annotations
 
 from . import UsageError
-from .app import add_ui_options, check_model
+from .app import add_ui_options, check_model, check_ui_options
 from .options import Parser
 
 #: rollout options that, when given, change the session's saved ones
@@ -30,12 +30,12 @@ def build_parser() -> Parser:
 
 def run(args) -> int:
     from ..model import ModelError, backend_from_args
-    from ..ui.launch import LaunchError, check_theme, open_session_file
+    from ..ui.launch import LaunchError, open_session_file
 
     changes = {name: getattr(args, name) for name in ROLLOUT_OPTIONS if getattr(args, name) is not None}
     chosen = [name for name, value in (("--model", args.model), ("--server", args.server), ("--replay", args.replay)) if value]
+    check_ui_options(args)
     try:
-        check_theme(args.theme)
         open_model = None
         if args.replay_id is not None and not args.replay:
             raise UsageError("--id selects a record of --replay FILE; there is no --replay")

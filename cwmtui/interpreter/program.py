@@ -131,14 +131,28 @@ def _parse_failure(exc: Exception) -> str:
     return "nested too deeply" if isinstance(exc, (RecursionError, MemoryError)) else str(exc)
 
 
+def _walk_outside_scopes(tree: ast.AST):
+    """The nodes of *tree* that are not inside a lambda (whose yield is its own)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, ast.Lambda))
+
+
 def _check_expression(call: str) -> None:
     shown = call if len(call) <= 80 else call[:77] + "..."
     try:
-        ast.parse(call, mode="eval")
+        tree = ast.parse(call, mode="eval")
     except SyntaxError as exc:
         raise ProgramError(f"--call {shown!r} is not a Python expression: {exc.msg}") from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise ProgramError(f"--call {shown!r}: cannot parse it ({_parse_failure(exc)})") from None
+    # the call runs as ``return CALL`` in a function of its own, which a yield or an await would
+    # turn into a generator or a coroutine that never runs the entry
+    if any(isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)) or getattr(node, "is_async", False)
+           for node in _walk_outside_scopes(tree)):
+        raise ProgramError(f"--call {shown!r}: a call cannot yield or await; call the entry directly")
 
 
 def _functions(tree: ast.AST) -> list[tuple[str, ast.FunctionDef]]:
