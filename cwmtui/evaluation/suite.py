@@ -146,11 +146,17 @@ def jsonl_cases(path: Path, count: int | None = None) -> list[Case]:
     return cases
 
 
+MAX_SWAPS = 4096  # s5 --n: Meta's figures stop at 128
+MAX_DEPTH = 64  # zoo --depth
+
+
 def s5_cases(lengths: list[int], count: int, seed: int) -> list[Case]:
     from ..suites import s5  # the generator shared with the bundled model's training data
 
     if min(lengths) < 1:
         raise SuiteError("--n must be at least 1")
+    if max(lengths) > MAX_SWAPS:
+        raise SuiteError(f"--n: at most {MAX_SWAPS} swaps (a trace of {MAX_SWAPS} is already far longer than any model's context)")
     return [_generated_case(p) for p in s5.generate(lengths, count, seed)]
 
 
@@ -159,6 +165,8 @@ def zoo_cases(depths: list[int], count: int, seed: int, types: list[str] | None 
 
     if min(depths) < 1:
         raise SuiteError("--depth must be at least 1")
+    if max(depths) > MAX_DEPTH:
+        raise SuiteError(f"--depth: at most {MAX_DEPTH} (Meta's figures stop at 5)")
     unknown = [t for t in types or () if t not in zoo.TYPES]
     if unknown:
         raise SuiteError(f"unknown zoo type {unknown[0]!r} (types: {', '.join(zoo.TYPES)})")
