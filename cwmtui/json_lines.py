@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Iterator
 
 from .files import read_text
+from .trace.source import source_lines
 
 # What reading fields out of well-formed JSON of the wrong shape raises: a missing key, a list or a
 # number where an object belongs, a string where a number belongs, a short list.
@@ -18,8 +20,18 @@ def read_json_lines(path: str | Path, what: str, error: type[Exception]) -> list
     Every problem is raised as *error* with a one-line message naming the file and, where it
     applies, the line; *what* names the kind of file (``"replay file"``) for a directory given.
     """
-    lines = read_text(path, what, error).split("\n")  # not splitlines(): JSON text may hold a raw U+2028
-    objects: list[tuple[int, dict]] = []
+    return list(iter_json_lines(path, what, error))
+
+
+def iter_json_lines(path: str | Path, what: str, error: type[Exception]) -> Iterator[tuple[int, dict]]:
+    """As :func:`read_json_lines`, parsing each line only when it is reached (the file is read at
+    once, so a file that cannot be read fails before the first object)."""
+    # lines end at \n, \r\n or \r, not at a U+2028 that JSON text may hold raw inside a string
+    lines = source_lines(read_text(path, what, error))
+    return _objects(lines, path, error)
+
+
+def _objects(lines: list[str], path, error) -> Iterator[tuple[int, dict]]:
     for number, text in enumerate(lines, 1):
         text = text.rstrip()  # so that a column in a message is a column of the file's line
         if not text:
@@ -30,8 +42,7 @@ def read_json_lines(path: str | Path, what: str, error: type[Exception]) -> list
             raise error(f"{path}:{number}: not valid JSON ({json_problem(exc)})") from None
         if not isinstance(data, dict):
             raise error(f"{path}:{number}: not a JSON object")
-        objects.append((number, data))
-    return objects
+        yield number, data
 
 
 def json_problem(exc: Exception) -> str:

@@ -23,6 +23,7 @@ Python: no UI here.
 
 from __future__ import annotations
 
+import codecs
 import math
 import os
 import threading
@@ -35,6 +36,7 @@ from .analysis.compare import Comparison, compare
 from .analysis.lens import Lens, byte_pieces, token_lens
 from .analysis.recovery import Recovery, recovery, teacher_force
 from .interpreter import Interpreter, Limits, Program
+from .files import read_bytes
 from .json_lines import DAMAGED_DATA
 from .trace import Event, Frame, OutputChunk, Trace, TraceStatus, tokens
 from .trace.collector import collector_paused
@@ -569,13 +571,7 @@ class DebugSession:
     @classmethod
     def load(cls, path: str, backend=None) -> "DebugSession":
         """Reopen a saved session; without ``backend`` it is read-only (no new branches)."""
-        try:
-            with open(path, "rb") as handle:
-                raw = handle.read()
-        except FileNotFoundError:
-            raise SessionError(f"{path}: no such file") from None
-        except OSError as exc:
-            raise SessionError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+        raw = read_bytes(path, "session file (.json)", SessionError).removeprefix(codecs.BOM_UTF8)
         with collector_paused():
             try:
                 data = orjson.loads(raw)

@@ -134,6 +134,7 @@ def test_zoo_breakdowns_by_depth_type_and_form(capsys, tmp_path):
         (["s5", "--concurrency", "0"], "--concurrency must be at least 1"),
         (["s5", "--n", "8", "100000000"], "--n: at most 4096 swaps"),
         (["zoo", "--depth", "100000"], "--depth: at most 64"),
+        (["s5", "--count", "100000000"], "--count: at most 10000 programs per cell"),
         (["s5", "--plot", "out.txt"], "give a .png file name"),
         (["--report", "missing.jsonl"], "missing.jsonl: no such file"),
         ([], "name a suite"),

@@ -64,6 +64,15 @@ def test_a_raw_line_separator_inside_a_json_string_does_not_split_the_line(tmp_p
     assert interpreter.trace(case.program).return_value() == "'a\\u2028b'"
 
 
+def test_old_mac_line_ends_and_a_damaged_line_past_count(tmp_path):
+    program = json.dumps({"program": "def f():\n    return 1\n", "call": "f()"})
+    path = tmp_path / "programs.jsonl"
+    path.write_bytes(f"{program}\r{program}\r\n{program}\rnot json\r".encode())
+    assert [case.id for case in load_suite(str(path), count=3).cases] == ["1", "2", "3"]  # line 4 never parsed
+    with pytest.raises(SuiteError, match=r"programs.jsonl:4: not valid JSON"):
+        load_suite(str(path))
+
+
 @pytest.mark.parametrize(
     "content, message",
     [

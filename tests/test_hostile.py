@@ -602,8 +602,11 @@ def test_a_call_that_would_yield_or_await_is_refused(tmp_path, capsys, call):
         code, out, err = cli(capsys, write(tmp_path, source), f"--call={call}")
         assert (code, out) == (2, "")
         assert one_line(err) == f"cwmtui: error: --call {call!r}: a call cannot yield or await; call the entry directly"
-    code, out, _ = cli(capsys, write(tmp_path, "def f(x):\n    return x\n"), "--call=f(lambda: (yield))")
-    assert code == 0 and out  # a lambda's yield is the lambda's own
+    code, out, err = cli(capsys, write(tmp_path, "def f(x):\n    return x\n"), f"--call=f(lambda y={call}: y)")
+    assert code == 2 and "a call cannot yield or await" in err  # a default runs in the call's function
+    for own in ("f(lambda: (yield))", "f((await x for x in [1]))"):  # a lambda's or a generator's own
+        code, out, err = cli(capsys, write(tmp_path, "def f(x):\n    return x\n"), f"--call={own}")
+        assert code == 0 and out, err
 
 
 def test_absurd_nesting_in_the_program_or_the_call_is_an_input_error(tmp_path, capsys):

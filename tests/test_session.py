@@ -254,6 +254,15 @@ def test_loading_bad_files_says_what_is_wrong(tmp_path):
     other.write_text('{"format": "something-else"}')
     with pytest.raises(SessionError, match="not a cwmtui session"):
         DebugSession.load(str(other))
+    with pytest.raises(SessionError, match=f"{tmp_path}: is a directory, not a session file"):
+        DebugSession.load(str(tmp_path))
+
+
+def test_a_session_file_an_editor_saved_with_a_byte_order_mark_opens(tmp_path):
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + (ROOT / "tests" / "fixtures" / "session_v1.json").read_bytes())
+    main, _ = DebugSession.load(str(path)).branches
+    assert main.comparison.first_divergence.step == 2
 
 
 def saved_then_damaged(case, tmp_path, damage):

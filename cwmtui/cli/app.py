@@ -25,12 +25,13 @@ def add_ui_options(parser) -> None:
     group = parser.add_argument_group("display")
     group.add_argument("--theme", default="dark", metavar="NAME|PATH", help="dark (default), light, high-contrast, or a .tcss file")
     group.add_argument("--layout", choices=("auto", "columns", "stacked"), default="auto", help="source pane in its own column, or below the timelines (default: by terminal width)")
-    group.add_argument("--export-dir", default=".", metavar="DIR", help="where x saves the session JSON and SVG (default: the current directory)")
+    group.add_argument("--export-dir", metavar="DIR", help="where x saves the session JSON and SVG (default: the current directory)")
 
 
 def check_ui_options(args) -> None:
-    """Before the app starts: the theme loads, and x will be able to save into --export-dir (a
-    missing folder is made then, so the nearest folder that exists must be a writable one)."""
+    """Before the app starts: the theme loads, and x will be able to save into a given --export-dir
+    (a missing folder is made then, so the nearest folder that exists must be a writable one).
+    Without it, x saves into the current directory, and says so if it cannot."""
     from ..ui.launch import LaunchError, check_theme
 
     try:
@@ -38,12 +39,15 @@ def check_ui_options(args) -> None:
     except LaunchError as exc:
         raise UsageError(str(exc)) from None
     path = args.export_dir
+    if path is None:
+        args.export_dir = "."
+        return
     if not path:
         raise UsageError("--export-dir: give a directory")
-    if os.path.exists(path) and not os.path.isdir(path):
+    if os.path.lexists(path) and not os.path.isdir(path):
         raise UsageError(f"--export-dir {path}: is a file, not a directory")
     existing = os.path.abspath(path)
-    while not os.path.exists(existing):
+    while not os.path.lexists(existing):
         existing = os.path.dirname(existing)
     if not os.path.isdir(existing) or not os.access(existing, os.W_OK | os.X_OK):
         raise UsageError(f"--export-dir {path}: cannot make or write it ({existing} is not a writable directory)")

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 
 from ..interpreter import Program, ProgramError, cruxeval_program, load_program, program_from_source
-from ..json_lines import read_json_lines
+from ..json_lines import iter_json_lines
 
 #: where the CRUXEval data lives: ``../shared/benchmarks/cruxeval`` beside the checkout
 CRUXEVAL_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "cruxeval" / "cruxeval.jsonl"
@@ -58,6 +59,8 @@ def load_suite(
     """
     if count is not None and count < 1:
         raise SuiteError("--count must be at least 1")
+    if count is not None and count > MAX_COUNT and spec in ("s5", "zoo"):
+        raise SuiteError(f"--count: at most {MAX_COUNT} programs per cell for the generated suites")
     if spec == "cruxeval":
         if not CRUXEVAL_DATA.is_file():
             raise SuiteError(f"CRUXEval data not found at {CRUXEVAL_DATA} (the shared benchmarks folder)")
@@ -82,9 +85,7 @@ def load_suite(
 
 def cruxeval_cases(path: Path, count: int | None = None) -> list[Case]:
     cases = []
-    for _, record in read_json_lines(path, "suite file", SuiteError):
-        if count is not None and len(cases) >= count:
-            break
+    for _, record in islice(iter_json_lines(path, "suite file", SuiteError), count):  # the rest unread
         try:
             program = cruxeval_program(record["code"], record["input"], path=f"<{record['id']}>")
         except (KeyError, TypeError):
@@ -117,9 +118,7 @@ def jsonl_cases(path: Path, count: int | None = None) -> list[Case]:
     """
     cases = []
     seen: set[str] = set()
-    for number, record in read_json_lines(path, "suite file", SuiteError):
-        if count is not None and len(cases) >= count:
-            break
+    for number, record in islice(iter_json_lines(path, "suite file", SuiteError), count):
         ident = str(record.get("id", number))
         if ident in seen:
             raise SuiteError(f"{path}:{number}: id {ident!r} appears twice")
@@ -146,6 +145,7 @@ def jsonl_cases(path: Path, count: int | None = None) -> list[Case]:
     return cases
 
 
+MAX_COUNT = 10_000  # --count for s5 and zoo (programs per cell)
 MAX_SWAPS = 4096  # s5 --n: Meta's figures stop at 128
 MAX_DEPTH = 64  # zoo --depth
 

@@ -131,13 +131,20 @@ def _parse_failure(exc: Exception) -> str:
     return "nested too deeply" if isinstance(exc, (RecursionError, MemoryError)) else str(exc)
 
 
-def _walk_outside_scopes(tree: ast.AST):
-    """The nodes of *tree* that are not inside a lambda (whose yield is its own)."""
+def _walk_own_scope(tree: ast.AST):
+    """The nodes of *tree* evaluated in its own function: a lambda's defaults but not its body, a
+    generator expression's first iterable but not the rest (they run in scopes of their own)."""
     stack = [tree]
     while stack:
         node = stack.pop()
         yield node
-        stack.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, ast.Lambda))
+        if isinstance(node, ast.Lambda):
+            stack.extend(node.args.defaults)
+            stack.extend(default for default in node.args.kw_defaults if default is not None)
+        elif isinstance(node, ast.GeneratorExp):
+            stack.append(node.generators[0].iter)
+        else:
+            stack.extend(ast.iter_child_nodes(node))
 
 
 def _check_expression(call: str) -> None:
@@ -151,7 +158,7 @@ def _check_expression(call: str) -> None:
     # the call runs as ``return CALL`` in a function of its own, which a yield or an await would
     # turn into a generator or a coroutine that never runs the entry
     if any(isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)) or getattr(node, "is_async", False)
-           for node in _walk_outside_scopes(tree)):
+           for node in _walk_own_scope(tree)):
         raise ProgramError(f"--call {shown!r}: a call cannot yield or await; call the entry directly")
 
 

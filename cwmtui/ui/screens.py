@@ -14,6 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from ..analysis.values import printable
 from ..trace import Frame
 from ..trace.source import source_lines
 from ..trace.tokens import strip_marker
@@ -132,7 +133,7 @@ class OverrideScreen(ModalScreen[OverrideChoice | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(f"Override the model's action at step {self.step}", classes="modal-title")
-            model_line = self.model.action.strip() if self.model is not None else "(no step)"
+            model_line = printable(self.model.action.strip()) if self.model is not None else "(no step)"
             yield Label(Text.assemble(("model wrote: ", "dim"), model_line), classes="modal-hint")
             if not self.can_generate:
                 yield Label(self.reason or "this session has no live model: overrides need one",
@@ -140,12 +141,12 @@ class OverrideScreen(ModalScreen[OverrideChoice | None]):
             options: list[Option] = []
             if self.truth is not None:
                 real = Text.assemble(("real action  ", "bold"), f"{self.truth.lineno or '?':>3} │ ",
-                                     strip_marker(self.truth.action).rstrip("\n"))
+                                     printable(strip_marker(self.truth.action).rstrip("\n")))
                 real.no_wrap, real.overflow = True, "ellipsis"
                 options.append(Option(real, id="real"))
             for number, line in enumerate(self.source_lines, start=1):
                 if line.strip():
-                    prompt = Text(f"line {number:>3} │ {strip_marker(line).rstrip()}", no_wrap=True, overflow="ellipsis")
+                    prompt = Text(f"line {number:>3} │ {printable(strip_marker(line).rstrip())}", no_wrap=True, overflow="ellipsis")
                     options.append(Option(prompt, id=f"line-{number}"))
             yield OptionList(*options, id="override-options")
             yield Input(placeholder="…or type a line (keep its indentation) and press enter", id="override-typed")

@@ -15,6 +15,7 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from ..analysis.values import printable
 from ..trace.source import source_lines
 from ..trace.tokens import has_marker
 
@@ -28,11 +29,6 @@ _TOKEN_CLASSES = (
     (Name.Builtin, "source--builtin"),
     (Operator, "source--operator"),
 )
-
-# Characters a terminal would act on rather than show (a form feed moves the cursor down, a U+2028
-# may end the row): shown as their control pictures, so that a program's lines stay one row each.
-_VISIBLE = str.maketrans({**{code: 0x2400 + code for code in range(32) if code != 9}, 0x7F: "\u2421",
-                          0x85: "\u2424", 0x2028: "\u2424", 0x2029: "\u2424"})
 
 
 def highlight(source: str) -> list[list[tuple[str, str | None]]]:
@@ -49,7 +45,8 @@ def highlight(source: str) -> list[list[tuple[str, str | None]]]:
             if i:
                 lines.append([])
             if part:
-                lines[-1].append((part.replace("\t", "    ").translate(_VISIBLE), name))
+                # escaped as model text is: a terminal acts on a form feed or a U+2028 in a line
+                lines[-1].append((printable(part.replace("\t", "    ")), name))
     if lines and not lines[-1]:
         lines.pop()
     return lines
