@@ -23,6 +23,8 @@ from textual.css.stylesheet import Stylesheet, StylesheetParseError
 from textual.css.tokenizer import TokenError
 from textual.theme import Theme
 
+from ..files import read_text
+
 DEFAULT_THEME = "dark"
 
 _PACKAGE = Path(__file__).resolve().parent.parent
@@ -103,9 +105,9 @@ def find_theme(spec: str) -> Path:
 def load_theme(spec: str) -> ThemeFile:
     path = find_theme(spec)
     try:
-        css = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ThemeError(f"cannot read theme {str(path)!r}: {exc}") from None
+        css = read_text(path, "theme file (.tcss)", ThemeError)
+    except ThemeError as exc:
+        raise ThemeError(f"theme {exc}") from None
     return parse_theme(css, path)
 
 

@@ -33,6 +33,10 @@ def test_a_theme_file_by_path(tmp_path):
         bad = tmp_path / "bad.tcss"
         bad.write_text("$cwm-diverge: red;\n")
         load_theme(str(bad))
+    latin = tmp_path / "latin.tcss"
+    latin.write_bytes(b"$primary: #884400;\n/* caf\xe9 */\n")
+    with pytest.raises(ThemeError, match=r"^theme .*latin.tcss: not UTF-8 text \(bad byte on line 2\)$"):
+        load_theme(str(latin))
 
 
 async def test_a_theme_file_restyles_the_app(interpreter, tmp_path):
