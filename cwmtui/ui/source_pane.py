@@ -93,7 +93,8 @@ class SourcePane(ScrollView, can_focus=False):
         self.lines = highlight(source)
         while len(self.lines) < len(self.raw):
             self.lines.append([])
-        width = max((len(line) for line in self.raw), default=0) + self._gutter_width()
+        # as shown: tabs widened, unprintable characters escaped
+        width = max((sum(len(text) for text, _ in line) for line in self.lines), default=0) + self._gutter_width()
         self.virtual_size = Size(width, len(self.raw))
         self.refresh()
 

@@ -198,7 +198,7 @@ async def test_a_form_feed_or_line_separator_in_the_source_keeps_one_row_per_lin
 
     from .sessions import model_frames, offline_view
 
-    source = 'def f():  # << START_OF_TRACE\n    s = "a\u2028b"\n\x0c\n    t = 1\n    return s\n\nf()\n'
+    source = 'def f():  # << START_OF_TRACE\n    s = "a\u2028b' + "\u2028" * 9 + '"\n\x0c\n    t = 1\n    return s\n\nf()\n'
     program = program_from_source(source, "sep.py")
     truth = interpreter.trace(program)
     app = CwmApp(offline_view(program, truth, model_frames(program, truth)))
@@ -206,7 +206,9 @@ async def test_a_form_feed_or_line_separator_in_the_source_keeps_one_row_per_lin
         pane = app.debugger.query_one(SourcePane)
         rows = [pane.render_line(y).text for y in range(7)]
         assert all(ch not in row for row in rows for ch in "\x0c\u2028"), rows  # a terminal acts on them
-        assert '"a\\u2028b"' in rows[1] and "\\x0c" in rows[2] and "t = 1" in rows[3]
+        assert '"a\\u2028b\\u2028' in rows[1] and "\\x0c" in rows[2] and "t = 1" in rows[3]
         await pilot.press("end")  # the last step: the return on line 5
         await pilot.pause()
         assert pane.truth_line == 5 and "return s" in pane.render_line(4).text
+        shown = '    s = "a\\u2028b' + "\\u2028" * 9 + '"'
+        assert pane.virtual_size.width >= len(shown) + 5  # the scroll width fits the line as shown
