@@ -279,3 +279,38 @@ def test_learning_rate_anneals_from_the_decay_start():
     assert learning_rate(opts, 500, 15_000_000) == 3e-3  # constant before the decay
     assert 3e-4 < learning_rate(opts, 500, 25_000_000) < 3e-3
     assert learning_rate(opts, 500, 40_000_000) == pytest.approx(3e-4)
+
+
+def test_mix_option_changes_the_families_drawn(interpreter):
+    from cwmtui.training.data import MIX, parse_mix
+
+    mix = parse_mix("s5=1,zoo=0,crux=0,loop=0,helper=0,exception=0,grow=0,story=0,copy=0")
+    batch = make_batch(interpreter, 0, 0, 2000, 2000, Curriculum(mix=tuple(mix.items())))
+    assert set(batch.families) == {"s5"}
+    assert parse_mix("zoo=0.5") == {**MIX, "zoo": 0.5} and parse_mix("default") == MIX
+
+
+@pytest.mark.parametrize("bad, says", [("zoo", "FAMILY=WEIGHT"), ("bogus=1", "FAMILY=WEIGHT"), ("zoo=-1", "0 or more"),
+                                       ("zoo=x", "0 or more"), ("s5=0,zoo=0,crux=0,loop=0,helper=0,exception=0,grow=0,story=0,copy=0", "nothing to train on")])
+def test_train_refuses_a_bad_mix_in_one_line(bad, says, capsys):
+    from cwmtui.cli import main
+
+    assert main(["train", "--mix", bad, "--steps", "1"]) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_resumed_run_keeps_its_mix_and_the_card_records_it(tmp_path):
+    from cwmtui.cli import main
+    from cwmtui.training.loop import data_label, load_checkpoint
+
+    out = str(tmp_path / "run")
+    common = ["--size", "tiny", "--batch-tokens", "1024", "--threads", "1", "--eval-minutes", "0"]
+    assert main(["train", "--out", out, "--steps", "1", *common]) == 0
+    assert main(["train", "--resume", out, "--steps", "2", "--mix", "zoo=0.5", *common]) == 0
+    assert main(["train", "--resume", out, "--steps", "3", *common]) == 0  # no --mix: keeps zoo=0.5
+    ckpt = load_checkpoint(out)
+    assert ckpt["options"]["mix"]["zoo"] == 0.5
+    data = ckpt["state"]["data"]
+    assert [phase[1] for phase in data] == [data_label(), data_label(ckpt["options"]["mix"])]
+    assert "mix zoo 37%," in data[1][1]

@@ -49,6 +49,7 @@ def build_parser() -> Parser:
     parser.add_argument("--min-lr", type=float, help="the rate the decay ends at (default 3e-4; a resumed run keeps its own)")
     parser.add_argument("--decay-tokens", type=float, metavar="N", help="cosine-decay the learning rate to --min-lr over N tokens seen (default: constant; 0: constant; a resumed run keeps its own)")
     parser.add_argument("--decay-start", type=float, metavar="T", help="begin the decay at T tokens seen ('-1': now, the tokens seen so far), for an annealing phase (default 0; a resumed run keeps its own)")
+    parser.add_argument("--mix", metavar="F=W,...", help="the families' weights in the training data, e.g. 'zoo=0.3,s5=0.25' (the rest keep theirs; 0 leaves one out; 'default': the default mix; a resumed run keeps its own)")
     parser.add_argument("--threads", type=int, default=2, help="most torch threads on CPU (the loop picks 1..N, whichever trains faster on the shared machine)")
     parser.add_argument("--workers", type=int, default=1, help="processes generating and tracing programs (raise it on a GPU)")
     parser.add_argument("--checkpoint-minutes", type=float, default=5.0, metavar="M")
@@ -108,6 +109,14 @@ def run(args) -> int:
             raise UsageError(f"{option} must be 0 or more (and finite)")
     if args.decay_start is not None and not math.isfinite(args.decay_start):
         raise UsageError("--decay-start must be a number of tokens, or -1 (now)")
+    mix = None
+    if args.mix is not None:
+        from ..training.data import parse_mix
+
+        try:
+            mix = parse_mix(args.mix)
+        except ValueError as exc:
+            raise UsageError(f"--mix: {exc}") from None
     out = args.out or args.resume or os.path.join("runs", "train")
     if not args.resume and os.path.exists(os.path.join(out, "checkpoint.pt")):
         # a new run would write its first checkpoint over that one, hours of training lost
@@ -119,7 +128,7 @@ def run(args) -> int:
         lr=args.lr, min_lr=args.min_lr, decay_tokens=None if args.decay_tokens is None else int(args.decay_tokens),
         decay_start=None if args.decay_start is None else int(args.decay_start),
         checkpoint_minutes=args.checkpoint_minutes, threads=args.threads, resume=args.resume, init=args.init, precision=args.precision,
-        workers=max(1, args.workers), eval_minutes=max(0.0, args.eval_minutes),
+        workers=max(1, args.workers), eval_minutes=max(0.0, args.eval_minutes), mix=mix,
     )
     train(opts)
     return 0

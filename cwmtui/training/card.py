@@ -12,6 +12,7 @@ import time
 
 from ..interpreter import Interpreter
 from ..suites import families, s5, zoo
+from .data import MIX, mix_text
 from .loop import phases
 from .measure import decode_speed, lean_decode_speed, load_model, measure
 
@@ -123,6 +124,7 @@ def render(path: str, m: dict) -> str:
         "wrapper), loops with counters and accumulators, helper calls, caught exceptions, and",
         "programs whose state grows, programs shaped like the demos in `samples/`, and straight-line code "
         "binding random names to random literals (only copying predicts it). "
+        f"Default shares: {mix_text(MIX)}. "
         "As real files are written, a share of them open with a module header (docstring, comments, "
         "imports) and a share quote their strings with `\"`: "
         f"{phases_text(info, 'data')}. Each is traced by `cwmtui.interpreter`, rendered as",

@@ -8,6 +8,7 @@ A background process (:class:`BatchStream`) prepares the next batches while the 
 
 from __future__ import annotations
 
+import math
 import multiprocessing as mp
 import random
 from dataclasses import dataclass
@@ -23,11 +24,42 @@ MIX = {"s5": 0.16, "zoo": 0.16, "crux": 0.11, "loop": 0.1, "helper": 0.08, "exce
 LIMITS = Limits(frames=600, seconds=2.0)
 
 
+def parse_mix(text: str) -> dict:
+    """``"zoo=0.3,s5=0.2"``: the default mix with those families' weights changed (weights are
+    relative; 0 leaves a family out); ``"default"``: the default mix. ValueError names a bad part."""
+    mix = dict(MIX)
+    if text.strip() == "default":
+        return mix
+    for part in text.split(","):
+        name, sep, value = part.partition("=")
+        name = name.strip()
+        if not sep or name not in MIX:
+            raise ValueError(f"{part.strip()!r}: expected FAMILY=WEIGHT with FAMILY one of {', '.join(MIX)}")
+        try:
+            weight = float(value)
+        except ValueError:
+            weight = math.nan
+        if not 0 <= weight < math.inf:
+            raise ValueError(f"{part.strip()!r}: the weight must be a number, 0 or more")
+        mix[name] = weight
+    if not sum(mix.values()) > 0:
+        raise ValueError("every family has weight 0: nothing to train on")
+    return mix
+
+
+def mix_text(mix: dict) -> str:
+    """The mix as shares, largest first: ``"s5 16%, zoo 16%, copy 15%, ..."``."""
+    total = sum(mix.values())
+    return ", ".join(f"{name} {weight / total:.0%}" for name, weight in sorted(mix.items(), key=lambda kv: -kv[1]) if weight)
+
+
 @dataclass(frozen=True)
 class Curriculum:
-    """Longer programs and sequences as training goes on (in tokens seen)."""
+    """The data as training goes on: longer programs and sequences (in tokens seen), drawn
+    from the families in the proportions of ``mix`` ((family, weight) pairs)."""
 
     stages: tuple = ((3_000_000, 768, 2), (10_000_000, 1536, 3), (25_000_000, 2560, 4), (None, 4096, 5))
+    mix: tuple = tuple(MIX.items())
 
     def at(self, tokens_seen: int) -> tuple[int, int]:
         """(maximum document length, maximum program size) at this point."""
@@ -46,9 +78,10 @@ class Batch:
     families: dict
 
 
-def draw_documents(interpreter: Interpreter, seed: int, step: int, budget: int, max_len: int, max_size: int) -> list[Document]:
+def draw_documents(interpreter: Interpreter, seed: int, step: int, budget: int, max_len: int, max_size: int,
+                   mix: tuple = tuple(MIX.items())) -> list[Document]:
     rng = random.Random(f"batch:{seed}:{step}")
-    names, weights = zip(*MIX.items())
+    names, weights = zip(*mix)
     docs: list[Document] = []
     total = 0
     index = 0
@@ -110,7 +143,7 @@ def make_batch(interpreter: Interpreter, seed: int, step: int, batch_tokens: int
     curriculum follows tokens seen (estimated as base tokens + steps since x batch_tokens), so a
     run resumed with another batch size (a GPU run) stays at the same stage."""
     max_len, max_size = curriculum.at(base[1] + (step - base[0]) * batch_tokens)
-    docs = draw_documents(interpreter, seed, step, batch_tokens, max_len, max_size)
+    docs = draw_documents(interpreter, seed, step, batch_tokens, max_len, max_size, curriculum.mix)
     fam: dict[str, int] = {}
     for d in docs:
         fam[d.family] = fam.get(d.family, 0) + 1

@@ -11,7 +11,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from ..suites import families
-from .data import BatchStream, Curriculum
+from .data import MIX, BatchStream, Curriculum, mix_text
 from .model import build_model, export
 
 CHECKPOINT = "checkpoint.pt"
@@ -42,6 +42,7 @@ class TrainOptions:
     precision: str = "auto"  # auto: bf16 autocast on CUDA, fp32 on CPU; or "fp32" / "bf16"
     log_every: int = 10
     workers: int = 1  # data processes (more on a GPU, where tracing is the bottleneck)
+    mix: dict | None = None  # family -> weight; None: the resumed checkpoint's mix, else data.MIX
     extra: dict = field(default_factory=dict)
 
 
@@ -51,11 +52,12 @@ SCHEDULE = {"lr": 3e-3, "min_lr": 3e-4, "decay_tokens": 0, "decay_start": 0}
 
 def resolve_schedule(opts: TrainOptions, saved: dict | None) -> None:
     """Fill the schedule options left unset: a resumed run keeps its checkpoint's schedule (an
-    annealing run resumed without its flags must not jump back to the peak rate)."""
-    for name, default in SCHEDULE.items():
+    annealing run resumed without its flags must not jump back to the peak rate) and mix."""
+    for name, default in {**SCHEDULE, "mix": MIX}.items():
         if getattr(opts, name) is None:
             value = (saved or {}).get(name)
-            setattr(opts, name, default if value is None else value)
+            value = default if value is None else value
+            setattr(opts, name, dict(value) if isinstance(value, dict) else value)
 
 
 def use_bf16(opts: TrainOptions) -> bool:
@@ -295,7 +297,7 @@ def train(opts: TrainOptions) -> dict:
     state["runs"] += 1
     # what changed over the runs, as [tokens seen, what] phases (runs before a record began used the first)
     note_phase(state, "precision", "bf16 autocast" if use_bf16(opts) else "fp32")
-    note_phase(state, "data", data_label())
+    note_phase(state, "data", data_label(opts.mix))
     params = sum(p.numel() for p in model.parameters())
     os.makedirs(opts.out, exist_ok=True)
     metrics = open(os.path.join(opts.out, "metrics.jsonl"), "a")
@@ -303,8 +305,9 @@ def train(opts: TrainOptions) -> dict:
         metrics.write(json.dumps({"tokens": int(tokens_m * 1e6), "loss": loss, "from": opts.init}) + "\n")
     print(f"cwmtui train: {opts.size} model, {params / 1e6:.2f}M parameters, {opts.device}, seed {opts.seed}, "
           f"{'bf16 autocast' if use_bf16(opts) else 'fp32'}, from step {state['step']} ({state['tokens'] / 1e6:.1f}M tokens seen)"
-          f"{', warm start from ' + opts.init if opts.init and ckpt is None else ''}, out {opts.out}", flush=True)
-    stream = BatchStream(opts.seed, state["step"], opts.batch_tokens, opts.micro_tokens, Curriculum(), workers=opts.workers,
+          f"{', warm start from ' + opts.init if opts.init and ckpt is None else ''}"
+          f"{'' if opts.mix == MIX else ', mix ' + mix_text(opts.mix)}, out {opts.out}", flush=True)
+    stream = BatchStream(opts.seed, state["step"], opts.batch_tokens, opts.micro_tokens, Curriculum(mix=tuple(opts.mix.items())), workers=opts.workers,
                          base_tokens=state["tokens"])
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16(opts))
     start = time.time()
@@ -417,10 +420,11 @@ NO_HEADERS = "no module headers"
 PHASES_BEFORE = {"precision": "bf16 autocast", "data": NO_HEADERS}
 
 
-def data_label() -> str:
+def data_label(mix: dict | None = None) -> str:
     """What the training data is now, where it changed over the bundled model's runs."""
-    return (f"{families.PREAMBLE_SHARE:.0%} of programs with a module header, "
-            f"{families.DOUBLE_QUOTE_SHARE:.0%} with double-quoted strings")
+    label = (f"{families.PREAMBLE_SHARE:.0%} of programs with a module header, "
+             f"{families.DOUBLE_QUOTE_SHARE:.0%} with double-quoted strings")
+    return label if mix is None or mix == MIX else f"{label}; mix {mix_text(mix)}"
 
 
 def phases(record: dict, key: str) -> list:
