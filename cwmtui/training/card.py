@@ -40,10 +40,11 @@ def measurements(path: str, count: int = 20) -> dict:
             out["families"][fam] = {"programs": len(t.scores), "frame_exact": t.frame_exact,
                                     "trace_exact": t.trace_exact, "token_accuracy": t.token_accuracy}
         for n in s5.EVAL_NS:
-            t = measure(model, s5.generate([n], count=count if n <= 16 else 10, seed=CARD_SEED), interpreter)
+            # the acceptance figures (N = 8, 16; zoo depth 1-2) on twice the programs: 16 or 20 were too few
+            t = measure(model, s5.generate([n], count=2 * count if n <= 16 else 10, seed=CARD_SEED), interpreter)
             out["s5"][n] = {"programs": len(t.scores), "trace_exact": t.trace_exact, "frame_exact": t.frame_exact,
                             "fits": sum(s.fits for s in t.scores)}
-        per = max(1, count // 16)
+        per = max(1, count // 10)  # programs per (type, form); 2 at the default count: 32 per depth
         for depth in zoo.EVAL_DEPTHS:
             progs = zoo.generate(depths=[depth], count=per, seed=CARD_SEED)
             t = measure(model, progs, interpreter)
