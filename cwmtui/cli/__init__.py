@@ -27,7 +27,7 @@ verbs:
   trace     print the real interpreter's trace of a program (CWM text, JSON or a table)
   train     train the bundled byte-level CWM (checkpoints, --resume, --export)
 
-Run 'cwmtui VERB --help' for a verb's options."""
+Run 'cwmtui PROGRAM --help' for the debugger's options, 'cwmtui VERB --help' for a verb's."""
 
 
 class UsageError(Exception):

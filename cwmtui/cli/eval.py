@@ -34,7 +34,7 @@ def build_parser() -> Parser:
     parser.add_argument("--depth", nargs="+", metavar="D", help="zoo: composition depths (default 1 2 3 4 5)")
     parser.add_argument("--type", nargs="+", dest="types", metavar="T", help="zoo: value types (default all: boolean bitwise math character list set dictionary string)")
     parser.add_argument("--count", type=int, metavar="K", help="programs per cell (s5: per N; zoo: per type, depth and form); for files and cruxeval: the first K")
-    parser.add_argument("--teacher-force", action="store_true", help="also run the teacher-forced condition (each frame predicted from the true trace before it)")
+    parser.add_argument("--teacher-force", action="store_true", help="also run the teacher-forced condition (every event and action forced from the truth; the model writes the states from its own earlier ones)")
     parser.add_argument("--concurrency", type=int, default=1, metavar="C", help="programs in flight at once (server backends; a local model runs one at a time)")
     parser.add_argument("--out", metavar="RESULTS.jsonl", help="write one result per program (a replay file: reopen with cwmtui --replay)")
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object instead of tables")
