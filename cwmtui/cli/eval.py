@@ -12,13 +12,13 @@ from .options import Parser, check_output, warn
 SUITE_HELP = "cruxeval, s5, zoo, a directory of .py files, or a JSONL of {id, program | code+input}"
 
 
-def _numbers(text: str) -> list[int]:
+def _numbers(option: str, text: str) -> list[int]:
     try:
         values = [int(part) for part in text.replace(",", " ").split()]
     except ValueError:
-        raise UsageError(f"expected whole numbers, got {text!r}") from None
+        raise UsageError(f"{option}: expected whole numbers, got {text!r}") from None
     if not values or min(values) < 1:
-        raise UsageError(f"expected positive whole numbers, got {text!r}")
+        raise UsageError(f"{option}: expected positive whole numbers, got {text!r}")
     return values
 
 
@@ -95,8 +95,8 @@ def run_suite(args) -> int:
     try:
         suite = load_suite(
             args.suite,
-            n=_numbers(" ".join(args.n)) if args.n else None,
-            depth=_numbers(" ".join(args.depth)) if args.depth else None,
+            n=_numbers("--n", " ".join(args.n)) if args.n else None,
+            depth=_numbers("--depth", " ".join(args.depth)) if args.depth else None,
             types=[t for part in args.types for t in part.replace(",", " ").split()] if args.types else None,
             count=args.count,
             seed=args.seed,
