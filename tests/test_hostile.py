@@ -3,6 +3,7 @@ a traceback, both through Interpreter.trace and through `cwmtui trace` (exit 1 w
 trace printed, or exit 2 with one line on stderr). Limits are small to keep this file fast."""
 
 import json
+import os
 import shutil
 import subprocess
 import textwrap
@@ -754,6 +755,14 @@ def test_an_export_dir_x_could_not_save_into_is_refused_before_the_app_starts(tm
             code, out, err = verb(capsys, *argv, "--export-dir", path)
             assert (code, out) == (2, ""), (argv, path)
             assert message in one_line(err), (argv, path)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
+def test_an_export_dir_under_proc_is_refused_even_for_root(tmp_path, capsys):
+    # os.access says root may write anywhere; the check makes a file to find out
+    code, out, err = verb(capsys, write(tmp_path, ONE), "--export-dir", "/proc/cwmtui-exports")
+    assert (code, out) == (2, "")
+    assert "(/proc is not a writable directory)" in one_line(err)
 
 
 @pytest.mark.parametrize("damage, message", [

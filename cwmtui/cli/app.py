@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 from . import UsageError
 from .options import Parser, add_limit_options, limits_from, program_from
@@ -49,8 +50,18 @@ def check_ui_options(args) -> None:
     existing = os.path.abspath(path)
     while not os.path.lexists(existing):
         existing = os.path.dirname(existing)
-    if not os.path.isdir(existing) or not os.access(existing, os.W_OK | os.X_OK):
+    if not os.path.isdir(existing) or not _can_write_in(existing):
         raise UsageError(f"--export-dir {path}: cannot make or write it ({existing} is not a writable directory)")
+
+
+def _can_write_in(directory: str) -> bool:
+    """Whether a file can be made in ``directory``: tried, not asked of ``os.access``, which says
+    yes to root for folders no one can write (``/proc``) and does not know read-only mounts."""
+    try:
+        with tempfile.TemporaryFile(dir=directory):
+            return True
+    except OSError:
+        return False
 
 
 def run(args) -> int:
