@@ -806,3 +806,25 @@ def test_a_reader_that_stops_early_is_no_traceback(tmp_path):
         run.wait(timeout=30)
     assert "Traceback" not in err and "BrokenPipe" not in err
     assert run.returncode == 141
+
+
+@pytest.mark.parametrize("argv, message", [
+    (("diff",), "give a PROGRAM to compare"),
+    (("trace",), "the following arguments are required: program"),
+])
+def test_a_program_file_named_like_a_verb_is_pointed_out_when_the_verb_fails(tmp_path, capsys, monkeypatch, argv, message):
+    def run():  # argparse's refusals exit; the verbs' own return 2
+        try:
+            code = main(list(argv))
+        except SystemExit as exc:
+            code = exc.code
+        out, err = capsys.readouterr()
+        assert (code, out) == (2, "")
+        return one_line(err)
+
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, ONE, argv[0])
+    line = run()
+    assert message in line and line.endswith(f"to open the file '{argv[0]}', write ./{argv[0]})")
+    (tmp_path / argv[0]).unlink()  # without the file, no hint
+    assert "./" not in run()

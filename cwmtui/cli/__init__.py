@@ -50,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         return fail(f"unknown verb or program {argv[0]!r}; see 'cwmtui --help'")
     module = import_module(f"cwmtui.cli.{module_name}")
     parser = module.build_parser()
+    if verb and os.path.isfile(verb):  # `cwmtui diff` with a program file named diff here
+        parser.hint = f" (the verb {verb!r} was run; to open the file {verb!r}, write ./{verb})"
     args = parser.parse_args(argv[1:] if verb else argv)
     try:
         return module.run(args)
@@ -60,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 141  # as a shell reports a process killed by SIGPIPE
     except UsageError as exc:
-        return fail(str(exc))
+        return fail(f"{exc}{parser.hint}")
 
 
 def entry() -> None:

@@ -13,10 +13,13 @@ from . import UsageError
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse that reports a usage error in one line with exit code 2."""
+    """argparse that reports a usage error in one line with exit code 2 (``hint``, when set, is
+    added to that line)."""
+
+    hint = ""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {message}{self.hint}\n")
 
 
 def add_program_options(parser: argparse.ArgumentParser) -> None:
