@@ -314,3 +314,76 @@ def test_a_resumed_run_keeps_its_mix_and_the_card_records_it(tmp_path):
     data = ckpt["state"]["data"]
     assert [phase[1] for phase in data] == [data_label(), data_label(ckpt["options"]["mix"])]
     assert "mix zoo 37%," in data[1][1]
+
+
+COPIES = '''def f():  # << START_OF_TRACE
+    a = 1
+    b = 2
+    c = a
+    return a + b + c
+'''
+
+
+@pytest.fixture(scope="module")
+def copies():
+    from cwmtui.interpreter import Interpreter
+
+    program = program_from_source(COPIES, call="f()")
+    with Interpreter() as it:
+        trace = it.trace(program)
+    assert '".."' in decode_ids(document(program.source, trace.frames).ids)  # the case this is about
+    return program, trace
+
+
+def full_values(monkeypatch):
+    """The oracle writes every value in full, never '..': other bytes, the same states."""
+    from cwmtui.trace.render import Compressor
+
+    from . import world_models
+
+    class Full(Compressor):
+        def compress(self, event, resolved):
+            return resolved
+
+    monkeypatch.setattr(world_models, "Compressor", Full)
+
+
+def wrong_by_bytes(program, trace):
+    from cwmtui.training.measure import Score
+
+    frames = len(trace.frames) - 1
+    return Score(program, frames=frames, frames_scored=frames, wrong_frames=list(range(frames)), first_wrong_frame=0)
+
+
+def test_the_card_scores_states_as_eval_does_not_bytes(copies, monkeypatch):
+    # a model that writes "1" where the trace writes ".." is right: cwmtui eval and the
+    # debugger resolve ".." before they compare, and the card's figures must agree with them
+    from cwmtui.training.measure import rescore, rollout_divergence
+
+    from .world_models import OracleBackend
+
+    program, trace = copies
+    full_values(monkeypatch)
+    backend = OracleBackend(program, trace.frames)
+    result = wrong_by_bytes(program, trace)
+    rescore(result, backend, trace)
+    assert (result.frames_exact, result.trace_exact) == (len(trace.frames) - 1, True)
+    assert rollout_divergence(backend, program, trace) is None
+
+
+def test_the_card_still_counts_a_wrong_state_and_finds_its_step(copies, monkeypatch):
+    from cwmtui.training.measure import rescore, rollout_divergence
+
+    from .world_models import OracleBackend, wrong_value
+
+    program, trace = copies
+    full_values(monkeypatch)
+    backend = OracleBackend(program, trace.frames, mistakes={3: wrong_value("a", "7")})
+    result = wrong_by_bytes(program, trace)
+    rescore(result, backend, trace)
+    assert (result.frames_exact, result.trace_exact) == (len(trace.frames) - 2, False)  # only step 3 is wrong
+    assert rollout_divergence(backend, program, trace) == 3
+    ends_early = OracleBackend(program, trace.frames, end_at=4)  # writes <|end_of_text|> at step 4
+    assert rollout_divergence(ends_early, program, trace) == 4
+    # steps the byte pass found right are forced, not generated again: the rollout starts after them
+    assert rollout_divergence(backend, program, trace, start=4) is None

@@ -29,34 +29,44 @@ def pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
+def byte_pct(row: dict, key: str) -> str:
+    """A row's byte-for-byte figure (a card measured before the state-level ones has only those)."""
+    return pct(row.get(key + "_bytes", row[key]))
+
+
+def figures(table) -> dict:
+    """A table's exact-match figures: state-level (as ``cwmtui eval`` compares) and byte for byte."""
+    return {"programs": len(table.scores), "frame_exact": table.frame_exact, "trace_exact": table.trace_exact,
+            "frame_exact_bytes": table.frame_exact_bytes, "trace_exact_bytes": table.trace_exact_bytes}
+
+
 def measurements(path: str, count: int = 20) -> dict:
+    from ..model.backend import open_model_dir
+
     model = load_model(path)
     out: dict = {"families": {}, "s5": {}, "zoo": {}, "zoo_string": {}}
     t0 = time.time()
-    with Interpreter() as interpreter:
+    with Interpreter() as interpreter, open_model_dir(path, device="cpu") as backend:
         for fam in TRAIN_FAMILIES:
             programs = [families.program(fam, FAMILY_SEED, i, size=1 + i % 3) for i in range(count)]
-            t = measure(model, programs, interpreter)
-            out["families"][fam] = {"programs": len(t.scores), "frame_exact": t.frame_exact,
-                                    "trace_exact": t.trace_exact, "token_accuracy": t.token_accuracy}
+            t = measure(model, programs, interpreter, backend)
+            out["families"][fam] = figures(t) | {"token_accuracy": t.token_accuracy}
         for n in s5.EVAL_NS:
             # the acceptance figures (N = 8, 16; zoo depth 1-2) on twice the programs: 16 or 20 were too few
-            t = measure(model, s5.generate([n], count=2 * count if n <= 16 else 10, seed=CARD_SEED), interpreter)
-            out["s5"][n] = {"programs": len(t.scores), "trace_exact": t.trace_exact, "frame_exact": t.frame_exact,
-                            "fits": sum(s.fits for s in t.scores)}
+            t = measure(model, s5.generate([n], count=2 * count if n <= 16 else 10, seed=CARD_SEED), interpreter, backend)
+            out["s5"][n] = figures(t) | {"fits": sum(s.fits for s in t.scores)}
         per = max(1, count // 10)  # programs per (type, form); 2 at the default count: 32 per depth
         for depth in zoo.EVAL_DEPTHS:
             progs = zoo.generate(depths=[depth], count=per, seed=CARD_SEED)
-            t = measure(model, progs, interpreter)
-            row = {"programs": len(t.scores), "trace_exact": t.trace_exact, "frame_exact": t.frame_exact}
+            t = measure(model, progs, interpreter, backend)
+            row = figures(t)
             for form in zoo.FORMS:
                 sub = [s for s in t.scores if s.program.meta["form"] == form]
                 row[form] = sum(s.trace_exact for s in sub) / len(sub) if sub else 0.0
             out["zoo"][depth] = row
             strings = zoo.generate(types=["string"], depths=[depth], count=max(3, count // 3), seed=CARD_SEED)
-            ts = measure(model, strings, interpreter)
-            out["zoo_string"][depth] = {"programs": len(ts.scores), "trace_exact": ts.trace_exact}
-        out["samples"] = sample_divergences(model, interpreter)
+            out["zoo_string"][depth] = figures(measure(model, strings, interpreter, backend))
+        out["samples"] = sample_divergences(model, backend, interpreter)
     prompt = [259, 267] + [3 + b for b in s5.program(8, CARD_SEED).source.encode()] + [260]
     out["decode_tokens_per_s"] = max(decode_speed(model, prompt) for _ in range(2))
     out["lean_decode_tokens_per_s"] = max(lean_decode_speed(model, prompt) for _ in range(2))
@@ -68,11 +78,11 @@ def measurements(path: str, count: int = 20) -> dict:
 SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "samples")
 
 
-def sample_divergences(model, interpreter) -> dict:
+def sample_divergences(model, backend, interpreter) -> dict:
     """For each program in samples/: its frames and the step of the first frame a greedy
-    rollout gets wrong (None: the whole trace is right)."""
+    rollout gets wrong, as the debugger shows it (None: the whole trace is right)."""
     from ..interpreter import ProgramError, load_program
-    from .measure import score, trace_documents
+    from .measure import known_right, rollout_divergence, score, trace_documents
 
     found: dict = {}
     if not os.path.isdir(SAMPLES):
@@ -84,11 +94,10 @@ def sample_divergences(model, interpreter) -> dict:
             program = load_program(os.path.join(SAMPLES, name))
         except ProgramError:
             continue
-        for prog, doc in trace_documents([program], interpreter):
+        for prog, doc, trace in trace_documents([program], interpreter):
             sc = score(model, prog, doc)
-            first = None if sc.first_wrong_frame is None else sc.first_wrong_frame + 1
-            found[name] = {"frames": sc.frames + 1, "first_divergence": first, "fits": sc.fits,
-                           "tokens": len(doc), "frames_in_context": sc.frames_scored + 1}
+            first = None if sc.trace_exact else rollout_divergence(backend, prog, trace, start=known_right(sc) + 1)
+            found[name] = {"frames": len(trace.frames), "first_divergence": first, "tokens": len(doc)}
     return found
 
 
@@ -151,35 +160,39 @@ def render(path: str, m: dict) -> str:
         "## Measured",
         "",
         "Greedy decoding, fresh seeds. *Next-frame exact*: given the true trace so far, the model",
-        "writes the next frame byte for byte. *Whole-trace exact*: a free-running greedy rollout",
-        "from the entry frame reproduces the entire trace and `<|end_of_text|>`. Both come from one",
-        "teacher-forced pass (`cwmtui/training/measure.py`); a trace longer than the context counts as wrong.",
+        "writes the next frame right: its event, source line and state (or value). *Whole-trace exact*:",
+        "a free-running greedy rollout from the entry frame writes every frame right and then",
+        "`<|end_of_text|>`. States are compared as `cwmtui eval` and the debugger compare them, after",
+        "resolving `\"..\"` (unchanged): a value written in full where the trace has `\"..\"` is the same",
+        "state. The *byte for byte* columns ask for the trace's exact bytes; they come from one",
+        "teacher-forced pass, and what that pass finds wrong is generated again to compare states",
+        "(`cwmtui/training/measure.py`). A trace longer than the context counts as wrong.",
         "",
-        "| training family | programs | next-frame exact | whole-trace exact | token accuracy |",
-        "|---|---|---|---|---|",
+        "| training family | programs | next-frame exact | byte for byte | whole-trace exact | byte for byte | token accuracy |",
+        "|---|---|---|---|---|---|---|",
     ]
     for fam, row in m["families"].items():
-        lines.append(f"| {fam} | {row['programs']} | {pct(row['frame_exact'])} | {pct(row['trace_exact'])} | {pct(row['token_accuracy'])} |")
-    lines += ["", "| S5, N = | programs | whole-trace exact (free-running) | next-frame exact (teacher-forced) | Meta CWM free-running |",
-              "|---|---|---|---|---|"]
+        lines.append(f"| {fam} | {row['programs']} | {pct(row['frame_exact'])} | {byte_pct(row, 'frame_exact')} | "
+                     f"{pct(row['trace_exact'])} | {byte_pct(row, 'trace_exact')} | {pct(row['token_accuracy'])} |")
+    lines += ["", "| S5, N = | programs | whole-trace exact (free-running) | byte for byte | next-frame exact (teacher-forced) | byte for byte | Meta CWM free-running |",
+              "|---|---|---|---|---|---|---|"]
     for n, row in m["s5"].items():
         fits = "" if row["fits"] == row["programs"] else f" ({row['programs'] - row['fits']} longer than the context)"
-        lines.append(f"| {n} | {row['programs']} | {pct(row['trace_exact'])}{fits} | {pct(row['frame_exact'])} | {META_S5[int(n)]}% |")
-    lines += ["", "| zoo depth | programs | whole-trace exact | nested | flattened | next-frame exact | string type only | Meta CWM string nesting |",
-              "|---|---|---|---|---|---|---|---|"]
+        lines.append(f"| {n} | {row['programs']} | {pct(row['trace_exact'])}{fits} | {byte_pct(row, 'trace_exact')} | "
+                     f"{pct(row['frame_exact'])} | {byte_pct(row, 'frame_exact')} | {META_S5[int(n)]}% |")
+    lines += ["", "| zoo depth | programs | whole-trace exact | byte for byte | nested | flattened | next-frame exact | string type only | Meta CWM string nesting |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for d, row in m["zoo"].items():
         s = m["zoo_string"][d]
-        lines.append(f"| {d} | {row['programs']} | {pct(row['trace_exact'])} | {pct(row['nested'])} | {pct(row['flat'])} | "
-                     f"{pct(row['frame_exact'])} | {pct(s['trace_exact'])} | {META_STRING_NESTING[int(d)]}% |")
+        lines.append(f"| {d} | {row['programs']} | {pct(row['trace_exact'])} | {byte_pct(row, 'trace_exact')} | {pct(row['nested'])} | "
+                     f"{pct(row['flat'])} | {pct(row['frame_exact'])} | {pct(s['trace_exact'])} | {META_STRING_NESTING[int(d)]}% |")
     if m.get("samples"):
         lines += ["", "| samples/ program | frames | tokens | first divergence (greedy, step) |", "|---|---|---|---|"]
         for name, row in m["samples"].items():
             if row["first_divergence"] is not None:
                 first = str(row["first_divergence"])
-            elif row["fits"]:
-                first = "none: whole trace right"
             else:
-                first = f"none in the {row['frames_in_context']} frames that fit the context"
+                first = "none: whole trace right"
             lines.append(f"| {name} | {row['frames']} | {row['tokens']} | {first} |")
         lines += ["", "Step 0 is the entry CALL frame (forced from the truth); step 1 is the first frame the model writes."]
     lines += ["", "Greedy decoding speed (fp32, KV cache, one thread, machine load average "

@@ -160,7 +160,7 @@ def held_out_documents():
                  for d in (1, 2) for i, kind in enumerate(("string", "list", "math", "dictionary"))]
     programs += [families.program(f, seed=-99, index=i, size=1) for f in ("crux", "loop", "story", "exception") for i in range(2)]
     with Interpreter() as interpreter:
-        return [(p, d) for p, d in trace_documents(programs, interpreter) if len(d) <= 2048]
+        return [(p, d) for p, d, _ in trace_documents(programs, interpreter) if len(d) <= 2048]
 
 
 def evaluate(model, documents) -> dict:
