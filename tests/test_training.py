@@ -387,3 +387,22 @@ def test_the_card_still_counts_a_wrong_state_and_finds_its_step(copies, monkeypa
     assert rollout_divergence(ends_early, program, trace) == 4
     # steps the byte pass found right are forced, not generated again: the rollout starts after them
     assert rollout_divergence(backend, program, trace, start=4) is None
+
+
+def test_the_card_shows_where_the_debugger_sees_each_sample_diverge(tmp_path, monkeypatch):
+    # the samples table is the debugger's story: the step and kind the comparison reports
+    from cwmtui.interpreter import Interpreter, load_program
+    from cwmtui.training import card
+
+    from .world_models import OracleBackend, wrong_value
+
+    (tmp_path / "copies.py").write_text(COPIES + "\nf()\n")
+    monkeypatch.setattr(card, "SAMPLES", str(tmp_path))
+    program = load_program(str(tmp_path / "copies.py"))
+    with Interpreter() as it:
+        trace = it.trace(program)
+        right = card.sample_divergences(OracleBackend(program, trace.frames), it)
+        wrong = card.sample_divergences(OracleBackend(program, trace.frames, mistakes={3: wrong_value("a", "7")}), it)
+    assert right["copies.py"]["first_divergence"] is None
+    assert (wrong["copies.py"]["first_divergence"], wrong["copies.py"]["kind"]) == (3, "state")
+    assert wrong["copies.py"]["frames"] == len(trace.frames)

@@ -50,18 +50,22 @@ def check_ui_options(args) -> None:
     existing = os.path.abspath(path)
     while not os.path.lexists(existing):
         existing = os.path.dirname(existing)
-    if not os.path.isdir(existing) or not _can_write_in(existing):
-        raise UsageError(f"--export-dir {path}: cannot make or write it ({existing} is not a writable directory)")
+    if not os.path.isdir(existing):
+        raise UsageError(f"--export-dir {path}: cannot make it ({existing} is not a directory)")
+    why = _why_not_writable(existing)
+    if why:
+        raise UsageError(f"--export-dir {path}: cannot make or write it ({existing} is not a writable directory: {why})")
 
 
-def _can_write_in(directory: str) -> bool:
-    """Whether a file can be made in ``directory``: tried, not asked of ``os.access``, which says
-    yes to root for folders no one can write (``/proc``) and does not know read-only mounts."""
+def _why_not_writable(directory: str) -> str | None:
+    """Why no file can be made in ``directory`` (None: one can). Tried, not asked of
+    ``os.access``, which says yes to root for folders no one can write (``/proc``) and does not
+    know read-only mounts or a full disk."""
     try:
         with tempfile.TemporaryFile(dir=directory):
-            return True
-    except OSError:
-        return False
+            return None
+    except OSError as exc:
+        return (exc.strerror or str(exc)).lower()
 
 
 def run(args) -> int:

@@ -29,6 +29,12 @@ def frame_key(frame: Frame) -> tuple:
     return (frame.event, frame.action, frame.locals, frame.arg)
 
 
+def frame_agrees(predicted: Frame | None, expected: Frame) -> bool:
+    """The model's frame is the truth's, as *whole trace exact* asks: the same event, source
+    line and state or value (``".."`` resolved), and well formed."""
+    return predicted is not None and not predicted.is_error and frame_key(predicted) == frame_key(expected)
+
+
 def condition_summary(truth: Trace, frames: list[Frame], status: str, text: str, comparison=None) -> dict:
     """What one rollout (free-running or teacher-forced) did, against the truth."""
     truth_outcome = entry_outcome(truth.frames)
@@ -37,7 +43,7 @@ def condition_summary(truth: Trace, frames: list[Frame], status: str, text: str,
     exact = (
         len(frames) == len(truth.frames)
         and status == "ended"
-        and all(not p.is_error and frame_key(p) == frame_key(t) for t, p in zip(truth.frames, frames))
+        and all(frame_agrees(p, t) for t, p in zip(truth.frames, frames))
     )
     divergence = _divergence_json(comparison)
     return {

@@ -66,7 +66,7 @@ def measurements(path: str, count: int = 20) -> dict:
             out["zoo"][depth] = row
             strings = zoo.generate(types=["string"], depths=[depth], count=max(3, count // 3), seed=CARD_SEED)
             out["zoo_string"][depth] = figures(measure(model, strings, interpreter, backend))
-        out["samples"] = sample_divergences(model, backend, interpreter)
+        out["samples"] = sample_divergences(backend, interpreter)
     prompt = [259, 267] + [3 + b for b in s5.program(8, CARD_SEED).source.encode()] + [260]
     out["decode_tokens_per_s"] = max(decode_speed(model, prompt) for _ in range(2))
     out["lean_decode_tokens_per_s"] = max(lean_decode_speed(model, prompt) for _ in range(2))
@@ -78,11 +78,13 @@ def measurements(path: str, count: int = 20) -> dict:
 SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "samples")
 
 
-def sample_divergences(model, backend, interpreter) -> dict:
-    """For each program in samples/: its frames and the step of the first frame a greedy
-    rollout gets wrong, as the debugger shows it (None: the whole trace is right)."""
+def sample_divergences(backend, interpreter) -> dict:
+    """For each program in samples/: its frames, and where the debugger shows the first
+    divergence of a greedy rollout (the step and its kind; None: the whole trace is right)."""
+    from ..analysis.compare import compare
     from ..interpreter import ProgramError, load_program
-    from .measure import known_right, rollout_divergence, score, trace_documents
+    from ..model.rollout import Rollout
+    from .measure import trace_documents
 
     found: dict = {}
     if not os.path.isdir(SAMPLES):
@@ -95,9 +97,11 @@ def sample_divergences(model, backend, interpreter) -> dict:
         except ProgramError:
             continue
         for prog, doc, trace in trace_documents([program], interpreter):
-            sc = score(model, prog, doc)
-            first = None if sc.trace_exact else rollout_divergence(backend, prog, trace, start=known_right(sc) + 1)
-            found[name] = {"frames": len(trace.frames), "first_divergence": first, "tokens": len(doc)}
+            rollout = Rollout(backend, prog, trace.frames[0])
+            rollout.run()
+            first = compare(trace, rollout.frames, rollout.status).first_divergence
+            found[name] = {"frames": len(trace.frames), "tokens": len(doc), "first_divergence": first and first.step,
+                           "kind": first and first.kind}
     return found
 
 
@@ -187,12 +191,15 @@ def render(path: str, m: dict) -> str:
         lines.append(f"| {d} | {row['programs']} | {pct(row['trace_exact'])} | {byte_pct(row, 'trace_exact')} | {pct(row['nested'])} | "
                      f"{pct(row['flat'])} | {pct(row['frame_exact'])} | {pct(s['trace_exact'])} | {META_STRING_NESTING[int(d)]}% |")
     if m.get("samples"):
-        lines += ["", "| samples/ program | frames | tokens | first divergence (greedy, step) |", "|---|---|---|---|"]
+        lines += ["", "| samples/ program | frames | tokens | first divergence (greedy; step, kind) |", "|---|---|---|---|"]
         for name, row in m["samples"].items():
-            if row["first_divergence"] is not None:
-                first = str(row["first_divergence"])
-            else:
+            step, kind = row["first_divergence"], row.get("kind")
+            if step is None:
                 first = "none: whole trace right"
+            elif kind == "budget":
+                first = f"none before the token budget ran out (step {step})"
+            else:
+                first = f"{step} ({kind})" if kind else str(step)
             lines.append(f"| {name} | {row['frames']} | {row['tokens']} | {first} |")
         lines += ["", "Step 0 is the entry CALL frame (forced from the truth); step 1 is the first frame the model writes."]
     lines += ["", "Greedy decoding speed (fp32, KV cache, one thread, machine load average "

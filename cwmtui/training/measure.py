@@ -14,7 +14,9 @@ the state it means, and ``cwmtui eval`` and the debugger compare states after re
 Given a backend, :func:`measure` also scores that way (the figures the acceptance criteria
 name), looking again only at what the byte pass found wrong: a frame wrong by bytes is generated
 from the true prefix by the rollout engine and its state compared; a trace wrong by bytes is
-rolled out greedily until its first frame that differs from the truth.
+rolled out greedily until its first frame that differs from the truth. (The byte pass runs
+transformers' forward; the second look, the backend ``cwmtui`` decodes with. Where the two
+would break a near-tie differently, only what the byte pass found wrong is looked at again.)
 """
 
 from __future__ import annotations
@@ -165,42 +167,38 @@ def known_right(result: Score) -> int:
     return result.frames_scored if result.first_wrong_frame is None else result.first_wrong_frame
 
 
-def _right(frame, expected) -> bool:
-    from ..evaluation.record import frame_key
-
-    return frame is not None and not frame.is_error and frame_key(frame) == frame_key(expected)
-
-
 def frames_right(backend, program: SuiteProgram, trace: Trace, steps: set[int]) -> int:
     """How many of the truth's frames ``steps`` the model writes right (state compared) when
     it is given the true trace before each: teacher-forced next-frame, one frame at a time."""
+    from ..evaluation.record import frame_agrees
     from ..model.rollout import Rollout
 
     rollout = Rollout(backend, program, trace.frames[0])
     right = 0
     for k in range(1, min(max(steps, default=0) + 1, len(trace.frames))):
         if k in steps:
-            right += _right(rollout.step(), trace.frames[k])
+            right += frame_agrees(rollout.step(), trace.frames[k])
             rollout.rewind(k)
         rollout.force(trace.frames[k])
     return right
 
 
-def rollout_divergence(backend, program: SuiteProgram, trace: Trace, options=None, start: int = 1) -> int | None:
+def rollout_divergence(backend, program: SuiteProgram, trace: Trace, start: int = 1) -> int | None:
     """The step of the first frame a free-running greedy rollout gets wrong, compared as
-    ``cwmtui eval`` and the debugger compare (states after resolving ``".."``); None when the
-    whole trace is right. The rollout stops at that frame. Steps before ``start`` are known
+    ``cwmtui eval``'s *whole trace exact* compares (states after resolving ``".."``); None when
+    the whole trace is right. The rollout stops at that frame. Steps before ``start`` are known
     right (see :func:`known_right`): they are forced from the truth rather than generated."""
+    from ..evaluation.record import frame_agrees
     from ..model.rollout import Rollout, RolloutStatus
 
     truth = trace.frames
-    rollout = Rollout(backend, program, truth[0], options)
+    rollout = Rollout(backend, program, truth[0])
     for frame in truth[1 : min(start, len(truth))]:
         rollout.force(frame)
 
     def wrong(frame) -> bool:
         k = len(rollout.frames) - 1
-        return k >= len(truth) or not _right(frame, truth[k])
+        return k >= len(truth) or not frame_agrees(frame, truth[k])
 
     rollout.run(until=wrong)
     if rollout.frames and wrong(rollout.frames[-1]):
