@@ -37,6 +37,9 @@ class FakeServer:
         self.requests: list[tuple[str, dict | None]] = []
         self.actions: dict[str, list[tuple]] = {}
         self.cached_tokens: int | None = None
+        self.token_delay = 0.0  # seconds before each streamed event
+        self.streamed = 0  # events streamed
+        self.hung_up = threading.Event()  # a client closed a stream before its end
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -72,8 +75,28 @@ class FakeServer:
                         return
                     if action[0] == "sleep":
                         time.sleep(action[1])
+                if self.path == "/v1/completions" and payload.get("stream"):
+                    self._stream(fake.events(payload))
+                    return
                 code, data = fake.answer(method, self.path, payload)
                 self._send(code, data)
+
+            def _stream(self, events) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                try:
+                    for event in events:
+                        time.sleep(fake.token_delay)
+                        self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+                        self.wfile.flush()
+                        fake.streamed += 1
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    fake.hung_up.set()
 
             def do_GET(self):
                 self._handle("GET")
@@ -100,6 +123,41 @@ class FakeServer:
                 break
         return out
 
+    def completion(self, payload) -> tuple[list[int], str, int | None, dict]:
+        """vLLM's answer: the ids, finish_reason, stop_reason and usage."""
+        out = self.continuation(payload["prompt"], set(payload["stop_token_ids"]), payload["max_tokens"])
+        stop_reason = None
+        finish = "length"
+        if out and (out[-1] in payload["stop_token_ids"] or out[-1] == EOS):
+            finish = "stop"
+            if out[-1] != EOS:
+                stop_reason = out[-1]
+            if not self.include_stop:
+                out = out[:-1]  # as vLLM does with special stop tokens
+        usage = {"prompt_tokens": len(payload["prompt"]), "completion_tokens": len(out)}
+        if self.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
+        return out, finish, stop_reason, usage
+
+    def ids(self, out: list[int]) -> dict:
+        if self.ids_in == "token_ids":
+            return {"token_ids": out}
+        return {"logprobs": {"tokens": [f"token_id:{i}" for i in out], "token_logprobs": [0.0] * len(out)}}
+
+    def events(self, payload):
+        """A streamed answer as vLLM sends it: one event a token, the finish in the last one,
+        then the usage (``stream_options.include_usage``) and ``[DONE]``."""
+        out, finish, stop_reason, usage = self.completion(payload)
+        for position, token in enumerate(out):
+            last = position == len(out) - 1
+            yield {"id": "cmpl-1", "object": "text_completion", "choices": [
+                {"index": 0, "text": TOKENIZER.decode([token]), "finish_reason": finish if last else None,
+                 "stop_reason": stop_reason if last else None} | self.ids([token])]}
+        if not out:
+            yield {"id": "cmpl-1", "choices": [{"index": 0, "text": "", "finish_reason": finish, "stop_reason": stop_reason}]}
+        if (payload.get("stream_options") or {}).get("include_usage"):
+            yield {"id": "cmpl-1", "object": "text_completion", "choices": [], "usage": usage}
+
     def answer(self, method: str, path: str, payload):
         if self.kind == "vllm":
             if path == "/v1/models":
@@ -110,23 +168,8 @@ class FakeServer:
             if path == "/detokenize":
                 return 200, {"prompt": TOKENIZER.decode(payload["tokens"])}
             if path == "/v1/completions":
-                out = self.continuation(payload["prompt"], set(payload["stop_token_ids"]), payload["max_tokens"])
-                stop_reason = None
-                finish = "length"
-                if out and (out[-1] in payload["stop_token_ids"] or out[-1] == EOS):
-                    finish = "stop"
-                    if out[-1] != EOS:
-                        stop_reason = out[-1]
-                    if not self.include_stop:
-                        out = out[:-1]  # as vLLM does with special stop tokens
-                choice = {"index": 0, "text": TOKENIZER.decode(out), "finish_reason": finish, "stop_reason": stop_reason}
-                if self.ids_in == "token_ids":
-                    choice["token_ids"] = out
-                else:
-                    choice["logprobs"] = {"tokens": [f"token_id:{i}" for i in out], "token_logprobs": [0.0] * len(out)}
-                usage = {"prompt_tokens": len(payload["prompt"]), "completion_tokens": len(out)}
-                if self.cached_tokens is not None:
-                    usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
+                out, finish, stop_reason, usage = self.completion(payload)
+                choice = {"index": 0, "text": TOKENIZER.decode(out), "finish_reason": finish, "stop_reason": stop_reason} | self.ids(out)
                 return 200, {"id": "cmpl-1", "object": "text_completion", "choices": [choice], "usage": usage}
         if self.kind == "fgserve" and path == "/completions":
             stop = TOKENIZER.convert_tokens_to_ids(payload["stop"]) if payload.get("stop") else None
@@ -206,6 +249,53 @@ def test_ids_from_logprobs_tokens_and_a_stop_token_left_in(program, truth):
         assert rollout.frames == truth.frames and rollout.status is RolloutStatus.ENDED
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("ids_in, include_stop", [("token_ids", False), ("logprobs", True)])
+def test_a_cancellable_rollout_streams_and_reproduces_the_model_frames(program, truth, ids_in, include_stop):
+    server = FakeServer("vllm", ids_in=ids_in, include_stop=include_stop)
+    try:
+        server.script = script_of(program, truth.frames)
+        server.cached_tokens = 5
+        with quick(server.url) as backend:
+            rollout = Rollout(backend, program, truth.frames[0])
+            assert rollout.run(cancel=threading.Event()) is RolloutStatus.ENDED
+            assert backend.complete(server.script[:40], [FRAME_SEP], 10, cancel=threading.Event()).processed == 35
+        assert rollout.frames == truth.frames
+        completions = [p for path, p in server.requests if path == "/v1/completions"]
+        assert all(p["stream"] is True and p["stream_options"] == {"include_usage": True} for p in completions)
+    finally:
+        server.close()
+
+
+def test_a_cancel_stops_a_streamed_frame_midway_and_the_rollout_resumes(vllm, program, truth):
+    # a 32B model writes a long frame for seconds: the user's cancel must not wait for its end
+    vllm.script = script_of(program, truth.frames)
+    vllm.token_delay = 0.05
+    cancel = threading.Event()
+    with quick(vllm.url) as backend:
+        rollout = Rollout(backend, program, truth.frames[0])
+        threading.Timer(0.3, cancel.set).start()
+        assert rollout.step(cancel=cancel) is None
+        assert rollout.status is RolloutStatus.CANCELLED and rollout.frames == truth.frames[:1]
+        assert vllm.hung_up.wait(5)  # the connection was closed: vLLM aborts the request
+        frame_tokens = vllm.script.index(FRAME_SEP, len(rollout.ids) + 1) - len(rollout.ids)
+        assert vllm.streamed < frame_tokens
+        vllm.token_delay = 0.0
+        assert rollout.run(cancel=threading.Event()) is RolloutStatus.ENDED
+    assert rollout.frames == truth.frames
+
+
+def test_a_streamed_request_is_retried_and_a_failure_midway_is_one_line(vllm, program, truth):
+    vllm.script = script_of(program, truth.frames)
+    with quick(vllm.url) as backend:
+        vllm.actions["/v1/completions"] = [("status", 503, {"error": {"message": "overloaded"}})]
+        assert backend.complete(vllm.script[:30], [FRAME_SEP], 5, cancel=threading.Event()).ids == vllm.script[30:35]
+        vllm.events = lambda payload: iter([{"object": "error", "error": {"message": "CUDA out of memory\nmore"}}])
+        with pytest.raises(ModelError) as caught:
+            backend.complete(vllm.script[:30], [FRAME_SEP], 5, cancel=threading.Event())
+    message = str(caught.value)
+    assert "failed in the middle of the answer: CUDA out of memory" in message and "\n" not in message
 
 
 def test_a_forced_action_over_vllm_stops_at_action_sep(vllm, program, truth):

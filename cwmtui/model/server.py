@@ -8,7 +8,9 @@ Two wire formats:
   (``return_token_ids``) or as ``"token_id:N"`` strings in ``logprobs.tokens``
   (``return_tokens_as_token_ids``). A stop id the server left out of the ids is put back from
   ``stop_reason``. The tokenizer is ``--tokenizer PATH`` or the server's ``/tokenize`` and
-  ``/detokenize``.
+  ``/detokenize``. A call that can be cancelled (the debugger's, ``cwmtui eval``'s) streams the
+  answer (``stream``, server-sent events) and closes the connection on a cancel, which makes
+  vLLM abort the request: a cancel takes effect within a token, not at the end of the frame.
 - ``fgserve``: the ``/completions`` endpoint of Meta's fgserve (the protocol of the cwmdbg demo):
   prompt ids in, ``choices[0].tokens`` out, one ``stop`` string. Needs ``--tokenizer PATH``.
 
@@ -18,7 +20,9 @@ reports it did not serve from its cache, or the whole prompt when it does not sa
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
 import time
 from typing import Sequence
 from urllib.parse import urlsplit
@@ -50,46 +54,96 @@ class _Http:
         return self.request("GET", path, None)
 
     def request(self, method: str, path: str, payload: dict | None) -> dict:
-        httpx = self._httpx
         url = self.base + path
+        return self._with_retries(url, lambda: self._once(method, url, payload))
+
+    def stream(self, path: str, payload: dict, cancel) -> tuple[list[dict], bool]:
+        """POST a streamed request: the JSON objects of the server-sent events, read until
+        ``[DONE]``, and whether ``cancel`` stopped the reading first (the connection is then
+        closed, which makes vLLM abort the request). Retried as :meth:`request` is."""
+        url = self.base + path
+        return self._with_retries(url, lambda: self._once_streamed(url, payload, cancel))
+
+    def _with_retries(self, url: str, once):
         attempts = self.retries + 1
         problem = ""
         for attempt in range(attempts):
             if attempt:
                 time.sleep(self.backoff * (2 ** (attempt - 1)))
             try:
-                response = self.client.request(method, url, json=payload)
-            except httpx.TimeoutException:
-                problem = f"timed out: no answer within {self.timeout:g} s"
-                continue
-            except httpx.ConnectError:
-                problem = "unreachable (is the server running? is the URL right?)"
-                continue
-            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
-                problem = "the server dropped the connection"
-                continue
-            except httpx.HTTPError as exc:
-                problem = f"request failed ({type(exc).__name__}: {exc})"
-                continue
-            if response.status_code in _RETRY_STATUS:
-                problem = f"the server answered HTTP {response.status_code}: {_error_text(response)}"
-                continue
-            if response.status_code >= 400:
-                raise ModelError(
-                    f"{url}: the server refused the request (HTTP {response.status_code}): {_error_text(response)}"
-                )
-            try:
-                data = response.json()
-            except ValueError:
-                raise ModelError(f"{url}: the server's answer is not JSON: {response.text[:120]!r}") from None
-            if not isinstance(data, dict):
-                raise ModelError(f"{url}: the server's answer is not a JSON object")
-            return data
+                return once()
+            except _Retry as exc:
+                problem = str(exc)
         tries = f"; gave up after {attempts} tries" if attempts > 1 else ""
         raise ModelError(f"{url}: {problem}{tries}")
 
+    @contextlib.contextmanager
+    def _transport(self):
+        """httpx's failures as :class:`_Retry` with a message for people."""
+        httpx = self._httpx
+        try:
+            yield
+        except httpx.TimeoutException:
+            raise _Retry(f"timed out: no answer within {self.timeout:g} s") from None
+        except httpx.ConnectError:
+            raise _Retry("unreachable (is the server running? is the URL right?)") from None
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+            raise _Retry("the server dropped the connection") from None
+        except httpx.HTTPError as exc:
+            raise _Retry(f"request failed ({type(exc).__name__}: {exc})") from None
+
+    def _once(self, method: str, url: str, payload: dict | None) -> dict:
+        with self._transport():
+            response = self.client.request(method, url, json=payload)
+        _check_status(url, response)
+        try:
+            data = response.json()
+        except ValueError:
+            raise ModelError(f"{url}: the server's answer is not JSON: {response.text[:120]!r}") from None
+        return _json_object(url, data)
+
+    def _once_streamed(self, url: str, payload: dict, cancel) -> tuple[list[dict], bool]:
+        events: list[dict] = []
+        with self._transport(), self.client.stream("POST", url, json=payload) as response:
+            if response.status_code >= 400:
+                response.read()
+            _check_status(url, response)
+            for line in response.iter_lines():
+                if is_cancelled(cancel):
+                    return events, True
+                if not line.startswith("data:"):
+                    continue  # a comment, an event name or the blank line between events
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    break
+                try:
+                    event = _json_object(url, json.loads(data))
+                except ValueError:
+                    raise ModelError(f"{url}: a streamed event is not JSON: {data[:120]!r}") from None
+                if "choices" not in event and event.get("error"):
+                    raise ModelError(f"{url}: the server failed in the middle of the answer: {_error_message(event)}")
+                events.append(event)
+        return events, False
+
     def close(self) -> None:
         self.client.close()
+
+
+class _Retry(Exception):
+    """A failure that another try may not meet; the message says what went wrong."""
+
+
+def _check_status(url: str, response) -> None:
+    if response.status_code in _RETRY_STATUS:
+        raise _Retry(f"the server answered HTTP {response.status_code}: {_error_text(response)}")
+    if response.status_code >= 400:
+        raise ModelError(f"{url}: the server refused the request (HTTP {response.status_code}): {_error_text(response)}")
+
+
+def _json_object(url: str, data) -> dict:
+    if not isinstance(data, dict):
+        raise ModelError(f"{url}: the server's answer is not a JSON object")
+    return data
 
 
 def _error_text(response) -> str:
@@ -98,6 +152,10 @@ def _error_text(response) -> str:
     except ValueError:
         text = response.text.strip()
         return (text.splitlines()[0] if text else response.reason_phrase)[:200]
+    return _error_message(data)
+
+
+def _error_message(data) -> str:
     if isinstance(data, dict):
         error = data.get("error")
         if isinstance(error, dict) and error.get("message"):
@@ -237,12 +295,13 @@ class ServerBackend(Backend):
             return Completion([], 0, "cancelled")
         stops = list(dict.fromkeys(stop_ids))
         prompt = list(prompt_ids)
+        cancelled = False
         if self.kind == "vllm":
-            ids, processed = self._vllm(prompt, stops, max_new_tokens, temperature, top_p, seed)
+            ids, processed, cancelled = self._vllm(prompt, stops, max_new_tokens, temperature, top_p, seed, cancel)
         else:
             ids, processed = self._fgserve(prompt, stops, max_new_tokens, temperature, top_p)
         ids = ids[:max_new_tokens]
-        stopped = "length"
+        stopped = "cancelled" if cancelled else "length"
         ends = set(stops) | self._eos_ids
         for position, token in enumerate(ids):
             if token in ends:
@@ -252,7 +311,10 @@ class ServerBackend(Backend):
         return Completion(ids, processed, stopped, max(len(ids) - 1, 0))
 
     # -- vLLM --------------------------------------------------------------------------------
-    def _vllm(self, prompt, stops, max_new_tokens, temperature, top_p, seed):
+    def _vllm(self, prompt, stops, max_new_tokens, temperature, top_p, seed, cancel):
+        """The generated ids, the prompt tokens the server ran, and whether ``cancel`` cut the
+        answer short. With a ``cancel`` the answer is streamed, so a cancel takes effect
+        between tokens, not only between frames."""
         payload = {
             "model": self.model_name,
             "prompt": prompt,
@@ -269,26 +331,39 @@ class ServerBackend(Backend):
         }
         if seed is not None:
             payload["seed"] = seed
-        data = self.http.post("/v1/completions", payload)
-        choice = _first_choice(data, self.url + "/v1/completions")
-        ids = choice.get("token_ids")
-        if ids is None:
-            listed = (choice.get("logprobs") or {}).get("tokens")
-            if isinstance(listed, list):
-                ids = [_token_id(t, self.url) for t in listed]
-        if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
-            raise ModelError(
-                f"{self.url}/v1/completions: the answer has no token ids "
-                "(the server needs vLLM's return_token_ids or return_tokens_as_token_ids)"
-            )
+        where = self.url + "/v1/completions"
+        if cancel is None:
+            data = self.http.post("/v1/completions", payload)
+            choice = _first_choice(data, where)
+            ids = _choice_ids(choice, where)
+            if ids is None:
+                raise ModelError(f"{where}: the answer has no token ids ({NEEDS_IDS})")
+            return self._with_stop(ids, choice, stops), _processed(data, len(prompt)), False
+        payload |= {"stream": True, "stream_options": {"include_usage": True}}
+        events, cancelled = self.http.stream("/v1/completions", payload, cancel)
+        ids, last, usage = [], {}, {}
+        for event in events:
+            usage = event.get("usage") or usage
+            if not event.get("choices"):
+                continue  # the usage report after the last token
+            choice = _first_choice(event, where)
+            piece = _choice_ids(choice, where)
+            if piece is None and choice.get("text"):
+                raise ModelError(f"{where}: a streamed answer has no token ids ({NEEDS_IDS})")
+            ids += piece or []
+            last = choice
+        return self._with_stop(ids, last, stops), _processed({"usage": usage}, len(prompt)), cancelled
+
+    def _with_stop(self, ids: list[int], choice: dict, stops) -> list[int]:
+        """``ids`` with the stop token vLLM leaves out of its output put back."""
         ids = list(ids)
         if choice.get("finish_reason") == "stop" and not (ids and (ids[-1] in stops or ids[-1] in self._eos_ids)):
             reason = choice.get("stop_reason")
             if isinstance(reason, int):
-                ids.append(reason)  # vLLM leaves a stop token out of the output
+                ids.append(reason)
             elif reason is None:
                 ids.append(self.eos_id)  # stopped on the model's end of text
-        return ids, _processed(data, len(prompt))
+        return ids
 
     # -- fgserve -----------------------------------------------------------------------------
     def _fgserve(self, prompt, stops, max_new_tokens, temperature, top_p):
@@ -313,6 +388,24 @@ def _first_choice(data: dict, where: str) -> dict:
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise ModelError(f"{where}: the answer has no choices")
     return choices[0]
+
+
+NEEDS_IDS = "the server needs vLLM's return_token_ids or return_tokens_as_token_ids"
+
+
+def _choice_ids(choice: dict, where: str) -> list[int] | None:
+    """The token ids of a choice: ``token_ids``, or ``"token_id:N"`` strings in ``logprobs.tokens``."""
+    ids = choice.get("token_ids")
+    if ids is None:
+        logprobs = choice.get("logprobs")
+        listed = logprobs.get("tokens") if isinstance(logprobs, dict) else None
+        if isinstance(listed, list):
+            ids = [_token_id(t, where) for t in listed]
+    if ids is None:
+        return None
+    if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
+        raise ModelError(f"{where}: the answer's token ids are not a list of numbers")
+    return ids
 
 
 def _token_id(text, where: str) -> int:
