@@ -37,6 +37,7 @@ class FakeServer:
         self.requests: list[tuple[str, dict | None]] = []
         self.actions: dict[str, list[tuple]] = {}
         self.cached_tokens: int | None = None
+        self.streams = True  # False: ignore "stream" and answer at once, as some servers do
         self.token_delay = 0.0  # seconds before each streamed event
         self.streamed = 0  # events streamed
         self.hung_up = threading.Event()  # a client closed a stream before its end
@@ -75,7 +76,7 @@ class FakeServer:
                         return
                     if action[0] == "sleep":
                         time.sleep(action[1])
-                if self.path == "/v1/completions" and payload.get("stream"):
+                if self.path == "/v1/completions" and payload.get("stream") and fake.streams:
                     self._stream(fake.events(payload))
                     return
                 code, data = fake.answer(method, self.path, payload)
@@ -266,6 +267,15 @@ def test_a_cancellable_rollout_streams_and_reproduces_the_model_frames(program, 
         assert all(p["stream"] is True and p["stream_options"] == {"include_usage": True} for p in completions)
     finally:
         server.close()
+
+
+def test_a_server_that_ignores_stream_still_serves_a_cancellable_rollout(vllm, program, truth):
+    vllm.script = script_of(program, truth.frames)
+    vllm.streams = False
+    with quick(vllm.url) as backend:
+        rollout = Rollout(backend, program, truth.frames[0])
+        assert rollout.run(cancel=threading.Event()) is RolloutStatus.ENDED
+    assert rollout.frames == truth.frames
 
 
 def test_a_cancel_stops_a_streamed_frame_midway_and_the_rollout_resumes(vllm, program, truth):

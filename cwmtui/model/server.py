@@ -108,6 +108,13 @@ class _Http:
             if response.status_code >= 400:
                 response.read()
             _check_status(url, response)
+            if "text/event-stream" not in response.headers.get("content-type", ""):
+                # a server that ignores "stream" answers at once: the whole answer as one event
+                response.read()
+                try:
+                    return [_json_object(url, response.json())], False
+                except ValueError:
+                    raise ModelError(f"{url}: the server's answer is not JSON: {response.text[:120]!r}") from None
             for line in response.iter_lines():
                 if is_cancelled(cancel):
                     return events, True
