@@ -96,11 +96,7 @@ class _Http:
         with self._transport():
             response = self.client.request(method, url, json=payload)
         _check_status(url, response)
-        try:
-            data = response.json()
-        except ValueError:
-            raise ModelError(f"{url}: the server's answer is not JSON: {response.text[:120]!r}") from None
-        return _json_object(url, data)
+        return _json_answer(url, response)
 
     def _once_streamed(self, url: str, payload: dict, cancel) -> tuple[list[dict], bool]:
         events: list[dict] = []
@@ -111,10 +107,7 @@ class _Http:
             if "text/event-stream" not in response.headers.get("content-type", ""):
                 # a server that ignores "stream" answers at once: the whole answer as one event
                 response.read()
-                try:
-                    return [_json_object(url, response.json())], False
-                except ValueError:
-                    raise ModelError(f"{url}: the server's answer is not JSON: {response.text[:120]!r}") from None
+                return [_json_answer(url, response)], False
             for line in response.iter_lines():
                 if is_cancelled(cancel):
                     return events, True
@@ -145,6 +138,14 @@ def _check_status(url: str, response) -> None:
         raise _Retry(f"the server answered HTTP {response.status_code}: {_error_text(response)}")
     if response.status_code >= 400:
         raise ModelError(f"{url}: the server refused the request (HTTP {response.status_code}): {_error_text(response)}")
+
+
+def _json_answer(url: str, response) -> dict:
+    try:
+        data = response.json()
+    except ValueError:
+        raise ModelError(f"{url}: the server's answer is not JSON: {response.text[:120]!r}") from None
+    return _json_object(url, data)
 
 
 def _json_object(url: str, data) -> dict:
