@@ -406,3 +406,22 @@ def test_the_card_shows_where_the_debugger_sees_each_sample_diverge(tmp_path, mo
     assert right["copies.py"]["first_divergence"] is None
     assert (wrong["copies.py"]["first_divergence"], wrong["copies.py"]["kind"]) == (3, "state")
     assert wrong["copies.py"]["frames"] == len(trace.frames)
+
+
+def test_the_card_shows_state_and_byte_figures_intervals_and_each_samples_story():
+    from cwmtui.cli.train import BUNDLED
+    from cwmtui.training.card import render
+
+    row = {"programs": 40, "frame_exact": 0.98, "frame_exact_bytes": 0.88, "trace_exact": 0.85, "trace_exact_bytes": 0.425}
+    m = {"families": {"copy": row | {"programs": 20, "token_accuracy": 0.99}}, "s5": {"8": row | {"fits": 40}},
+         "zoo": {"1": row | {"programs": 32, "nested": 0.75, "flat": 0.75}}, "zoo_string": {"1": {"programs": 6, "trace_exact": 0.5}},
+         "samples": {"a.py": {"frames": 40, "tokens": 900, "first_divergence": 5, "kind": "value"},
+                     "b.py": {"frames": 449, "tokens": 54612, "first_divergence": 30, "kind": "budget"},
+                     "c.py": {"frames": 12, "tokens": 300, "first_divergence": None, "kind": None}},
+         "decode_tokens_per_s": 500.0, "lean_decode_tokens_per_s": 1500.0}
+    text = render(BUNDLED, m)  # reads the model's files, writes nothing
+    assert "| 8 | 40 | 85% (71-93) | 42% | 98% | 88% | 100% |" in text  # state-level, its interval, then bytes
+    assert "| copy | 20 | 98% | 88% | 85% (64-95) | 42% | 99% |" in text
+    assert "| a.py | 40 | 900 | 5 (value) |" in text
+    assert "| b.py | 449 | 54612 | none before the token budget ran out (step 30) |" in text
+    assert "| c.py | 12 | 300 | none: whole trace right |" in text

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
@@ -27,6 +28,17 @@ TRAIN_FAMILIES = ("crux", "loop", "helper", "exception", "grow", "story", "copy"
 
 def pct(x: float) -> str:
     return f"{100 * x:.0f}%"
+
+
+def pct_interval(share: float, n: int) -> str:
+    """``share`` of ``n`` programs with its 95% Wilson interval: at 20-40 programs a figure
+    moves by 10-20 points from sample to sample, which matters next to a threshold."""
+    if not n:
+        return pct(share)
+    z = 1.96
+    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return f"{pct(share)} ({100 * max(0.0, centre - half):.0f}-{100 * min(1.0, centre + half):.0f})"
 
 
 def byte_pct(row: dict, key: str) -> str:
@@ -170,25 +182,27 @@ def render(path: str, m: dict) -> str:
         "resolving `\"..\"` (unchanged): a value written in full where the trace has `\"..\"` is the same",
         "state. The *byte for byte* columns ask for the trace's exact bytes; they come from one",
         "teacher-forced pass, and what that pass finds wrong is generated again to compare states",
-        "(`cwmtui/training/measure.py`). A trace longer than the context counts as wrong.",
+        "(`cwmtui/training/measure.py`). A trace longer than the context counts as wrong. Whole-trace",
+        "figures carry their 95% interval (Wilson): at 20-40 programs they are coarse (and a zoo depth",
+        "counts each program twice, nested and flattened, so its interval is narrower than it should be).",
         "",
         "| training family | programs | next-frame exact | byte for byte | whole-trace exact | byte for byte | token accuracy |",
         "|---|---|---|---|---|---|---|",
     ]
     for fam, row in m["families"].items():
         lines.append(f"| {fam} | {row['programs']} | {pct(row['frame_exact'])} | {byte_pct(row, 'frame_exact')} | "
-                     f"{pct(row['trace_exact'])} | {byte_pct(row, 'trace_exact')} | {pct(row['token_accuracy'])} |")
+                     f"{pct_interval(row['trace_exact'], row['programs'])} | {byte_pct(row, 'trace_exact')} | {pct(row['token_accuracy'])} |")
     lines += ["", "| S5, N = | programs | whole-trace exact (free-running) | byte for byte | next-frame exact (teacher-forced) | byte for byte | Meta CWM free-running |",
               "|---|---|---|---|---|---|---|"]
     for n, row in m["s5"].items():
         fits = "" if row["fits"] == row["programs"] else f" ({row['programs'] - row['fits']} longer than the context)"
-        lines.append(f"| {n} | {row['programs']} | {pct(row['trace_exact'])}{fits} | {byte_pct(row, 'trace_exact')} | "
+        lines.append(f"| {n} | {row['programs']} | {pct_interval(row['trace_exact'], row['programs'])}{fits} | {byte_pct(row, 'trace_exact')} | "
                      f"{pct(row['frame_exact'])} | {byte_pct(row, 'frame_exact')} | {META_S5[int(n)]}% |")
     lines += ["", "| zoo depth | programs | whole-trace exact | byte for byte | nested | flattened | next-frame exact | string type only | Meta CWM string nesting |",
               "|---|---|---|---|---|---|---|---|---|"]
     for d, row in m["zoo"].items():
         s = m["zoo_string"][d]
-        lines.append(f"| {d} | {row['programs']} | {pct(row['trace_exact'])} | {byte_pct(row, 'trace_exact')} | {pct(row['nested'])} | "
+        lines.append(f"| {d} | {row['programs']} | {pct_interval(row['trace_exact'], row['programs'])} | {byte_pct(row, 'trace_exact')} | {pct(row['nested'])} | "
                      f"{pct(row['flat'])} | {pct(row['frame_exact'])} | {pct(s['trace_exact'])} | {META_STRING_NESTING[int(d)]}% |")
     if m.get("samples"):
         lines += ["", "| samples/ program | frames | tokens | first divergence (greedy; step, kind) |", "|---|---|---|---|"]
