@@ -69,7 +69,8 @@ def measurements(path: str, count: int = 20) -> dict:
             out["s5"][n] = figures(t) | {"fits": sum(s.fits for s in t.scores)}
         per = max(1, count // 10)  # programs per (type, form); 2 at the default count: 32 per depth
         for depth in zoo.EVAL_DEPTHS:
-            progs = zoo.generate(depths=[depth], count=per, seed=CARD_SEED)
+            # depths 1-2 are acceptance figures: twice the programs (a superset of the 32)
+            progs = zoo.generate(depths=[depth], count=2 * per if depth <= 2 else per, seed=CARD_SEED)
             t = measure(model, progs, interpreter, backend)
             row = figures(t)
             for form in zoo.FORMS:
