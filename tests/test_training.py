@@ -425,3 +425,18 @@ def test_the_card_shows_state_and_byte_figures_intervals_and_each_samples_story(
     assert "| a.py | 40 | 900 | 5 (value) |" in text
     assert "| b.py | 449 | 54612 | none before the token budget ran out (step 30) |" in text
     assert "| c.py | 12 | 300 | none: whole trace right |" in text
+
+
+def test_the_loss_curve_keeps_a_warm_starts_history(tmp_path):
+    # one row per ~10M tokens from the exported history, then one row per step of the new run:
+    # the card's curve must still start where the history starts
+    from cwmtui.training.loop import loss_curve
+
+    with open(tmp_path / "metrics.jsonl", "w") as fh:
+        for tokens, loss in [(10e6, 0.9), (20e6, 0.5), (30e6, 0.3)]:
+            fh.write(json.dumps({"tokens": int(tokens), "loss": loss, "from": "bundled"}) + "\n")
+        for step in range(1, 2001):
+            fh.write(json.dumps({"step": step, "tokens": int(30e6 + step * 8192), "loss": 0.1}) + "\n")
+    curve = loss_curve(str(tmp_path), points=8)
+    assert curve[0] == [10.0, 0.9] and [20.0, 0.5] in curve
+    assert curve[-1] == [46.38, 0.1] and len(curve) <= 8

@@ -407,12 +407,14 @@ def loss_curve(run_dir: str, points: int = 16) -> list[list[float]]:
     if not rows:
         return []
     rows.sort()
-    size = max(1, len(rows) // points)
-    curve = []
-    for i in range(0, len(rows), size):
-        chunk = rows[i : i + size]
-        curve.append([round(chunk[-1][0] / 1e6, 2), round(sum(r[1] for r in chunk) / len(chunk), 4)])
-    return curve
+    # even stretches of tokens, not of rows: a warm start's history is one row per stretch of a
+    # past run, beside one row a step of this one, and must not be averaged into the first point
+    first, width = rows[0][0], (rows[-1][0] - rows[0][0]) / points or 1
+    stretches: dict[int, list] = {}
+    for tokens, loss in rows:
+        stretches.setdefault(min(int((tokens - first) / width), points - 1), []).append((tokens, loss))
+    return [[round(chunk[-1][0] / 1e6, 2), round(sum(r[1] for r in chunk) / len(chunk), 4)]
+            for _, chunk in sorted(stretches.items())]
 
 
 NO_HEADERS = "no module headers"
