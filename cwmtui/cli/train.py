@@ -62,6 +62,9 @@ def build_parser() -> Parser:
 def run(args) -> int:
     from ..training.loop import TrainOptions, export_checkpoint, train
 
+    # the command prints its own progress; transformers' bars for loading and saving one small
+    # file would only interleave with it (read when transformers is imported, so set it first)
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     if args.export and args.export == "bundled":
         args.export = BUNDLED
     if args.card:
