@@ -140,3 +140,17 @@ def test_double_quoting_rewrites_plain_literals_and_leaves_the_others_alone():
     source = "def f(x):\n    s = 'ab' + f'{x}' + '\"' + '\\n'\n    return '''t''' + b'y' + 'c'\n"
     assert double_quoted(source) == (
         "def f(x):\n    s = \"ab\" + f'{x}' + '\"' + '\\n'\n    return '''t''' + b'y' + \"c\"\n")
+
+
+def test_s5_training_programs_reach_past_n_20_and_their_traces_fit_the_context(interpreter):
+    # the model copied the wrong line from an N = 32 source when training stopped at N = 20:
+    # the longest training programs have sources of about 1,100 bytes, and still fit 4096 tokens
+    from cwmtui.training.documents import document
+
+    programs = [families.program("s5", seed=11, index=i, size=5) for i in range(40)]
+    ns = [p.meta["n"] for p in programs]
+    assert max(ns) > 20 and max(ns) <= 5 * families.S5_N_PER_SIZE
+    longest = max(programs, key=lambda p: (p.meta["n"], -len(p.source)))
+    trace = interpreter.trace(longest)
+    assert trace.status.kind is Status.COMPLETE
+    assert len(document(longest.source, trace.frames, end=True)) <= 4096

@@ -36,6 +36,9 @@ LETTERS = "abcdeilmnorstxyz"
 KEYS = ("a", "b", "c", "x", "y", "k", "n", "key", "one", "two")
 PREAMBLE_SHARE = 0.4  # of programs that begin with a module header (see preamble.py)
 DOUBLE_QUOTE_SHARE = 0.5  # of programs whose string literals are written "..." (see quotes.py)
+#: S5 training programs have N up to this many swaps per size step (size 1..5); 6 reaches N = 30,
+#: sources of about 1,100 bytes, whose documents still fit the 4096-token context
+S5_N_PER_SIZE = 6
 
 
 class Env:
@@ -536,7 +539,7 @@ def _bare(family: str, seed: int, index: int, size: int) -> SuiteProgram:
     meta = {"suite": "train", "family": family, "seed": seed, "index": index, "size": size}
     pid = f"{family}-s{seed}-{index}"
     if family == "s5":
-        n = rng.randint(1, 4 * size)
+        n = rng.randint(1, S5_N_PER_SIZE * size)
         p = s5.program(n, seed=rng.randrange(1 << 30) + 1_000_000, index=index)
         return _with(p, meta | {"n": n}, pid)
     if family == "zoo":

@@ -426,6 +426,8 @@ def data_label(mix: dict | None = None) -> str:
     """What the training data is now, where it changed over the bundled model's runs."""
     label = (f"{families.PREAMBLE_SHARE:.0%} of programs with a module header, "
              f"{families.DOUBLE_QUOTE_SHARE:.0%} with double-quoted strings")
+    if families.S5_N_PER_SIZE != 4:  # the runs before the record of it drew S5 up to N = 20
+        label += f", S5 up to N = {5 * families.S5_N_PER_SIZE}"
     return label if mix is None or mix == MIX else f"{label}; mix {mix_text(mix)}"
 
 
