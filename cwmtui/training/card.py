@@ -15,7 +15,7 @@ from ..interpreter import Interpreter
 from ..suites import families, s5, zoo
 from .data import MIX, mix_text
 from .loop import phases
-from .measure import decode_speed, lean_decode_speed, load_model, measure
+from .measure import Table, decode_speed, lean_decode_speed, load_model, measure
 
 #: evaluation seeds: disjoint from the training draws (training uses seeds >= 0 for families
 #: and >= 1,000,000 for the s5 / zoo programs inside the mix)
@@ -74,8 +74,7 @@ def measurements(path: str, count: int = 20) -> dict:
             t = measure(model, progs, interpreter, backend)
             row = figures(t)
             for form in zoo.FORMS:
-                sub = [s for s in t.scores if s.program.meta["form"] == form]
-                row[form] = sum(s.trace_exact for s in sub) / len(sub) if sub else 0.0
+                row[form] = Table([s for s in t.scores if s.program.meta["form"] == form]).trace_exact
             out["zoo"][depth] = row
             strings = zoo.generate(types=["string"], depths=[depth], count=max(3, count // 3), seed=CARD_SEED)
             out["zoo_string"][depth] = figures(measure(model, strings, interpreter, backend))

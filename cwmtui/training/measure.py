@@ -44,8 +44,12 @@ class Score:
     first_wrong_frame: int | None = None
     frames_scored: int = 0  # frames inside the context
     wrong_frames: list[int] = field(default_factory=list)  # frames wrong by bytes (0: the first after the entry)
-    frames_exact_bytes: int = 0
     trace_exact_bytes: bool = False
+
+    @property
+    def frames_exact_bytes(self) -> int:
+        """Frames in the context the byte pass found right (``frames_exact`` before a rescore)."""
+        return self.frames_scored - len(self.wrong_frames)
 
 
 @dataclass
@@ -133,7 +137,7 @@ def score(model, program: SuiteProgram, doc: Document, context: int = CONTEXT) -
         seen = k + 1
     result.trace_exact = ok_all and seen == len(starts)
     result.frames_scored = min(seen, result.frames)
-    result.frames_exact_bytes, result.trace_exact_bytes = result.frames_exact, result.trace_exact
+    result.trace_exact_bytes = result.trace_exact
     span = right[doc.loss_start - 1 :]
     result.tokens = len(span)
     result.token_correct = sum(span)
