@@ -185,6 +185,46 @@ def test_init_warm_starts_from_exported_weights_and_continues_the_count(tmp_path
     assert [m["tokens"] for m in lines[:2]] == [20_000, 50_000]  # the exported history, then the new step
 
 
+def test_a_deeper_shape_grows_from_exported_weights_computing_the_same_function(tmp_path):
+    import torch
+    from transformers import LlamaForCausalLM
+
+    from cwmtui.training.loop import masked_loss, warm_start
+    from cwmtui.training.model import RESIDUAL_OUTPUTS, build_config, build_model, export
+
+    source = build_model("tiny", seed=3)
+    exported = str(tmp_path / "exported")
+    export(source, exported)
+    config = build_config("tiny")
+    config.num_hidden_layers = 3
+    deeper = LlamaForCausalLM(config)
+    info = warm_start(deeper, exported)
+    assert info["shape"] == [[0, "2 layers"]]  # what the source was, for the card's record
+    ids = torch.tensor([[259, 260, 72, 105, 80, 33]])
+    with torch.no_grad():
+        expected = build_model("tiny", seed=3).to(torch.bfloat16).to(torch.float32)(input_ids=ids).logits
+        assert torch.allclose(deeper(input_ids=ids).logits, expected, atol=1e-5)
+    # the new layer (the last, a copy of old layer 1) starts as the identity but is not stuck there
+    new = deeper.model.layers[2]
+    assert all(not dict(new.named_parameters())[name].any() for name in RESIDUAL_OUTPUTS)
+    masked_loss(deeper, ids, torch.ones_like(ids, dtype=torch.bool))[0].backward()
+    assert new.mlp.down_proj.weight.grad.abs().sum() > 0 and new.self_attn.o_proj.weight.grad.abs().sum() > 0
+
+
+def test_a_shallower_shape_than_the_weights_is_refused(tmp_path):
+    from transformers import LlamaForCausalLM
+
+    from cwmtui.training.loop import warm_start
+    from cwmtui.training.model import build_config, build_model, export
+
+    exported = str(tmp_path / "exported")
+    export(build_model("tiny"), exported)
+    config = build_config("tiny")
+    config.num_hidden_layers = 1
+    with pytest.raises(ValueError, match="does not fit"):
+        warm_start(LlamaForCausalLM(config), exported)
+
+
 def test_train_init_rejects_a_directory_without_weights(tmp_path, capsys):
     from cwmtui.cli import main
 
@@ -425,6 +465,18 @@ def test_the_card_shows_state_and_byte_figures_intervals_and_each_samples_story(
     assert "| a.py | 40 | 900 | 5 (value) |" in text
     assert "| b.py | 449 | 54612 | none before the token budget ran out (step 30) |" in text
     assert "| c.py | 12 | 300 | none: whole trace right |" in text
+
+
+def test_the_card_says_when_the_model_was_grown_deeper(tmp_path):
+    from cwmtui.training.card import render
+    from cwmtui.training.model import build_model, export
+
+    m = {"families": {}, "s5": {}, "zoo": {}, "zoo_string": {}, "decode_tokens_per_s": 500.0}
+    grown, plain = str(tmp_path / "grown"), str(tmp_path / "plain")
+    export(build_model("tiny"), grown, {"shape": [[0, "4 layers"], [224_000_000, "6 layers"]]})
+    export(build_model("tiny"), plain, {})
+    assert "- depth over training: 4 layers to 224.0M tokens, then 6 layers (each new layer" in render(grown, m)
+    assert "depth over training" not in render(plain, m)
 
 
 def test_the_loss_curve_keeps_a_warm_starts_history(tmp_path):

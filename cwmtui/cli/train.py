@@ -20,6 +20,9 @@ EXAMPLES = """examples:
   nice -n 10 cwmtui train --init bundled --out runs/more --lr 6e-4 --min-lr 3e-5 --decay-tokens 25e6 --decay-start -1
                                                        # keep training the bundled model (no checkpoint needed),
                                                        # annealing again over about the tokens the run will see
+  nice -n 10 cwmtui train --init runs/small-export --size deep --out runs/deep --lr 4e-4 --min-lr 1.5e-5 --decay-tokens 28e6 --decay-start -1
+                                                       # a 4-layer model's weights grown into 6 layers (the same
+                                                       # function to start with), then trained on
   cwmtui train --resume runs/main --device cuda --minutes 8 --batch-tokens 65536 --workers 12
                                                        # a few minutes on a GPU, then --export
 """
@@ -40,7 +43,7 @@ def build_parser() -> Parser:
     parser.add_argument("--resume", metavar="DIR", help="continue from the checkpoint in DIR")
     parser.add_argument("--init", metavar="DIR", help="start from the weights of an exported model directory ('bundled': the package's model) with a fresh optimizer; the token count continues")
     parser.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto", help="auto: bf16 autocast on CUDA, fp32 on CPU (bf16 is emulated, ~12x slower, on CPUs without bf16 units)")
-    parser.add_argument("--size", choices=sorted(SIZES), default="small", help="model shape (default small)")
+    parser.add_argument("--size", choices=sorted(SIZES), default="small", help="model shape (default small; deep: small with 6 layers, grown from a small model's weights by --init, computing what it did)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch-tokens", type=int, default=8192, metavar="N", help="tokens per optimizer step")

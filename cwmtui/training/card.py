@@ -138,6 +138,9 @@ def render(path: str, m: dict) -> str:
         f"- `LlamaForCausalLM`: {config['num_hidden_layers']} layers, hidden {config['hidden_size']}, "
         f"{config['num_attention_heads']} heads, MLP {config['intermediate_size']}, tied embeddings, RoPE, "
         f"context {config['max_position_embeddings']} tokens",
+        *([f"- depth over training: {phases_text(info, 'shape')} (each new layer began as a copy of the layer "
+           "before it with zeroed output projections: the identity, so the grown model computed what the "
+           "smaller one did, then trained on)"] if len(phases(info, "shape")) > 1 else []),
         f"- parameters: {info.get('parameters', 0) / 1e6:.2f}M; weights {size / 1e6:.1f} MB (bf16 safetensors; run in fp32 on CPU)",
         f"- tokenizer: bytes (ids 3-258) + `<|pad|>` 0, `<|end_of_text|>` 1, `<|unk|>` 2, `<|begin_of_text|>` 259, "
         f"the eight trace tokens 260-267; vocabulary padded to {config['vocab_size']}",

@@ -70,13 +70,19 @@ def use_bf16(opts: TrainOptions) -> bool:
 
 
 def warm_start(model, directory: str) -> dict:
-    """Load the weights of an exported model directory into ``model``; return its training
-    record (steps, tokens, seconds seen so far and its loss curve) so the run continues the count."""
+    """Load the weights of an exported model directory into ``model`` (grown into its layers,
+    computing the same function, when ``model`` is a deeper shape: ``grow_layers``); return its
+    training record (steps, tokens, seconds seen so far and its loss curve) so the run continues the count."""
     import torch
     from safetensors.torch import load_file
 
+    from .model import grow_layers, layer_count
+
     weights = load_file(os.path.join(directory, "model.safetensors"))
     own = model.state_dict()
+    depth = layer_count(weights)
+    if depth < layer_count(own):  # a deeper shape: grow the layers in, same function
+        weights = grow_layers(weights, layer_count(own))
     for name, tensor in weights.items():
         if name not in own or own[name].shape != tensor.shape:
             raise ValueError(f"{directory}: weight {name} does not fit a {type(model).__name__} of this size")
@@ -87,10 +93,12 @@ def warm_start(model, directory: str) -> dict:
     if getattr(model.config, "tie_word_embeddings", False):
         model.tie_weights()
     path = os.path.join(directory, "training.json")
-    if not os.path.exists(path):
-        return {}
-    with open(path) as fh:
-        return json.load(fh)
+    info = {}
+    if os.path.exists(path):
+        with open(path) as fh:
+            info = json.load(fh)
+    info.setdefault("shape", [[0, f"{depth} layers"]])
+    return info
 
 
 def learning_rate(opts: TrainOptions, step: int, tokens: int) -> float:
@@ -298,6 +306,7 @@ def train(opts: TrainOptions) -> dict:
     # what changed over the runs, as [tokens seen, what] phases (runs before a record began used the first)
     note_phase(state, "precision", "bf16 autocast" if use_bf16(opts) else "fp32")
     note_phase(state, "data", data_label(opts.mix))
+    note_phase(state, "shape", f"{model.config.num_hidden_layers} layers")
     params = sum(p.numel() for p in model.parameters())
     os.makedirs(opts.out, exist_ok=True)
     metrics = open(os.path.join(opts.out, "metrics.jsonl"), "a")
@@ -419,7 +428,7 @@ def loss_curve(run_dir: str, points: int = 16) -> list[list[float]]:
 
 NO_HEADERS = "no module headers"
 #: what the runs before each [tokens seen, what] record began used
-PHASES_BEFORE = {"precision": "bf16 autocast", "data": NO_HEADERS}
+PHASES_BEFORE = {"precision": "bf16 autocast", "data": NO_HEADERS, "shape": "4 layers"}
 
 
 def data_label(mix: dict | None = None) -> str:

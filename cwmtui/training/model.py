@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from .documents import EOS_ID, PAD_ID, SPECIAL_IDS, VOCAB_USED
 
@@ -16,6 +17,7 @@ CONTEXT = 4096
 SIZES = {
     "tiny": (64, 2, 2, 192),
     "small": (192, 4, 3, 576),
+    "deep": (192, 6, 3, 576),  # "small" grown deeper (``--init`` a small model: see ``grow_layers``)
     "base": (256, 4, 4, 768),
     "large": (384, 4, 6, 1024),
 }
@@ -47,6 +49,41 @@ def build_model(size: str = "small", seed: int = 0):
 
     torch.manual_seed(seed)
     return LlamaForCausalLM(build_config(size))
+
+
+def layer_count(weights: dict) -> int:
+    """How many decoder layers a Llama state dict holds."""
+    found = [int(m.group(1)) for name in weights if (m := re.match(r"model\.layers\.(\d+)\.", name))]
+    return max(found) + 1 if found else 0
+
+
+#: the weights whose output feeds the residual stream: zeroed, a new layer adds nothing
+RESIDUAL_OUTPUTS = ("self_attn.o_proj.weight", "mlp.down_proj.weight")
+
+
+def grow_layers(weights: dict, layers: int) -> dict:
+    """``weights`` of a Llama with fewer layers, laid out for ``layers`` layers without changing
+    what the model computes: the old layers keep their order, spread evenly, and each new layer
+    is a copy of the layer before it whose residual outputs (attention output and MLP down
+    projections) are zero, so it starts as the identity and training grows it into a layer of its own."""
+    old = layer_count(weights)
+    if not 0 < old <= layers:
+        raise ValueError(f"cannot grow {old} layers into {layers}")
+    place = {i * layers // old: i for i in range(old)}  # new position -> old layer
+    out = {name: t for name, t in weights.items() if not name.startswith("model.layers.")}
+    source = None
+    for position in range(layers):
+        fresh = position not in place
+        source = source if fresh else place[position]
+        prefix = f"model.layers.{source}."
+        for name, tensor in weights.items():
+            if name.startswith(prefix):
+                part = name[len(prefix):]
+                copy = tensor.clone()
+                if fresh and part in RESIDUAL_OUTPUTS:
+                    copy.zero_()
+                out[f"model.layers.{position}.{part}"] = copy
+    return out
 
 
 def export(model, out_dir: str, info: dict | None = None) -> None:
