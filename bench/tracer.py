@@ -51,7 +51,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CRUXEVAL = ROOT.parent / "shared" / "benchmarks" / "cruxeval" / "cruxeval.jsonl"
+sys.path.insert(0, str(ROOT))
+from cwmtui.evaluation.suite import CRUXEVAL_DATA as CRUXEVAL  # noqa: E402  (the copy the package ships)
 TRACERS = ("none", "floor", "locals", "naive", "cwmtui")
 REFERENCES = ("none", "floor", "locals", "naive")
 _TIME = struct.Struct("<dd")  # CPU seconds, wall seconds

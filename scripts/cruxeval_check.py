@@ -22,7 +22,7 @@ from pathlib import Path
 from cwmtui.interpreter import Interpreter, cruxeval_program
 from cwmtui.trace import Event, Trace
 
-DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "benchmarks" / "cruxeval" / "cruxeval.jsonl"
+from cwmtui.evaluation.suite import CRUXEVAL_DATA as DEFAULT_DATA  # noqa: E402  (the copy the package ships)
 
 
 def load_samples(path: Path) -> list[dict]:
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ids", default=None, help="comma-separated sample ids to run")
     args = parser.parse_args(argv)
     if not args.data.is_file():
-        print(f"error: {args.data}: no such file (the shared benchmarks folder)", file=sys.stderr)
+        print(f"error: {args.data}: no such file", file=sys.stderr)
         return 2
     samples = load_samples(args.data)
     if args.ids:

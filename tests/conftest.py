@@ -6,8 +6,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
-SHARED = ROOT.parent / "shared"
-CRUXEVAL = SHARED / "benchmarks" / "cruxeval" / "cruxeval.jsonl"
+CRUXEVAL = ROOT / "cwmtui" / "data" / "cruxeval" / "cruxeval.jsonl"  # the copy the package ships
 
 
 @pytest.fixture(scope="session")

@@ -13,11 +13,6 @@ from cwmtui.trace import Event
 
 from .conftest import CRUXEVAL
 
-pytestmark = pytest.mark.skipif(
-    not CRUXEVAL.is_file(),
-    reason=f"CRUXEval data not found at {CRUXEVAL} (the shared/ folder beside the checkout)",
-)
-
 SAMPLE_EVERY = 20  # programs 0, 20, 40, ... 780: 40 of the 800
 
 

@@ -1,15 +1,15 @@
 """Suites read from files: CRUXEval, a directory of .py files, a JSONL of programs."""
 
 import json
+from pathlib import Path
 
 import pytest
 
 from cwmtui.evaluation.suite import SuiteError, load_suite
 
-from .conftest import CRUXEVAL
 
 
-@pytest.mark.skipif(not CRUXEVAL.is_file(), reason="the shared CRUXEval data is not beside the checkout")
+
 def test_cruxeval_suite_wraps_each_sample_in_main(interpreter):
     suite = load_suite("cruxeval", count=3)
     assert suite.name == "cruxeval" and [c.id for c in suite.cases] == ["sample_0", "sample_1", "sample_2"]
@@ -104,3 +104,25 @@ def test_zoo_types_pick_the_value_types():
     assert sorted({c.metadata["type"] for c in suite.cases}) == ["list", "string"]
     assert len(suite.cases) == 2 * 2  # two types, nested and flat
     assert {c.metadata["depth"] for c in suite.cases} == {2}
+
+
+def test_cruxeval_ships_inside_the_package_with_its_licence():
+    from cwmtui.evaluation.suite import CRUXEVAL_DATA
+
+    import cwmtui
+
+    package = Path(cwmtui.__file__).resolve().parent
+    assert CRUXEVAL_DATA.is_relative_to(package)  # not read from beside the checkout
+    assert (CRUXEVAL_DATA.parent / "LICENSE").read_text().startswith("MIT License")
+
+
+def test_cruxeval_data_option_reads_another_copy(tmp_path):
+    copy = tmp_path / "crux.jsonl"
+    copy.write_text(json.dumps({"id": "mine_0", "code": "def f(x):\n    return x + 1\n", "input": "1", "output": "2"}) + "\n")
+    assert [c.id for c in load_suite("cruxeval", data=str(copy)).cases] == ["mine_0"]
+    (tmp_path / "cruxeval.jsonl").write_text(copy.read_text())
+    assert [c.id for c in load_suite("cruxeval", data=str(tmp_path)).cases] == ["mine_0"]  # a folder holding it
+    with pytest.raises(SuiteError, match="--data .*no such file"):
+        load_suite("cruxeval", data=str(tmp_path / "missing.jsonl"))
+    with pytest.raises(SuiteError, match="for the cruxeval suite"):
+        load_suite("s5", data=str(copy))

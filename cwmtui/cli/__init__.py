@@ -19,6 +19,7 @@ VERBS = {
 USAGE = """usage: cwmtui PROGRAM [options]      open the trace debugger on PROGRAM
        cwmtui --replay FILE.jsonl --id ID   open a recorded generation in the debugger
        cwmtui VERB [options]         run a headless verb
+       cwmtui --version              print the version
 
 verbs:
   diff      compare the interpreter's trace with a world model's, step by step (table or --json)
@@ -44,6 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
         return 0 if argv else 2
+    if argv[0] in ("-V", "--version"):
+        from .. import __version__
+
+        print(f"cwmtui {__version__}")
+        return 0
     verb = argv[0] if argv[0] in VERBS else None
     module_name = VERBS[verb] if verb else VERBS.get("app")
     if module_name is None:

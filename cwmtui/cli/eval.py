@@ -33,6 +33,7 @@ def build_parser() -> Parser:
     parser.add_argument("--n", nargs="+", metavar="N", help="s5: numbers of swaps (default 8 16 32 64 128)")
     parser.add_argument("--depth", nargs="+", metavar="D", help="zoo: composition depths (default 1 2 3 4 5)")
     parser.add_argument("--type", nargs="+", dest="types", metavar="T", help="zoo: value types (default all: boolean bitwise math character list set dictionary string)")
+    parser.add_argument("--data", metavar="PATH", help="cruxeval: another copy of CRUXEval's cruxeval.jsonl (default: the copy shipped with cwmtui)")
     parser.add_argument("--count", type=int, metavar="K", help="programs per cell (s5: per N; zoo: per type, depth and form); for files and cruxeval: the first K")
     parser.add_argument("--teacher-force", action="store_true", help="also run the teacher-forced condition (every event and action forced from the truth; the model writes the states from its own earlier ones)")
     parser.add_argument("--concurrency", type=int, default=1, metavar="C", help="programs in flight at once (server backends; a local model runs one at a time)")
@@ -100,6 +101,7 @@ def run_suite(args) -> int:
             types=[t for part in args.types for t in part.replace(",", " ").split()] if args.types else None,
             count=args.count,
             seed=args.seed,
+            data=args.data,
         )
     except SuiteError as exc:
         raise UsageError(str(exc)) from None

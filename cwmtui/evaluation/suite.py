@@ -15,8 +15,8 @@ from pathlib import Path
 from ..interpreter import Program, ProgramError, cruxeval_program, load_program, program_from_source
 from ..json_lines import iter_json_lines
 
-#: where the CRUXEval data lives: ``../shared/benchmarks/cruxeval`` beside the checkout
-CRUXEVAL_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "cruxeval" / "cruxeval.jsonl"
+#: the CRUXEval data shipped inside the package (MIT, its LICENSE and README beside it)
+CRUXEVAL_DATA = Path(__file__).resolve().parent.parent / "data" / "cruxeval" / "cruxeval.jsonl"
 NAMED = ("cruxeval", "s5", "zoo")
 S5_LENGTHS = (8, 16, 32, 64, 128)
 ZOO_DEPTHS = (1, 2, 3, 4, 5)
@@ -50,8 +50,12 @@ def load_suite(
     types: list[str] | None = None,
     count: int | None = None,
     seed: int = 0,
+    data: str | None = None,
 ) -> Suite:
     """``spec``: ``cruxeval``, ``s5``, ``zoo``, a directory of ``.py`` files or a ``.jsonl`` file.
+
+    ``data``: another copy of CRUXEval's ``cruxeval.jsonl`` (default: the one shipped with
+    cwmtui), for ``cruxeval`` only.
 
     ``count`` is the number of programs per cell for the generated suites (per N for ``s5``,
     per type, depth and form for ``zoo``) and the number of programs taken from the start of
@@ -61,11 +65,16 @@ def load_suite(
         raise SuiteError("--count must be at least 1")
     if count is not None and count > MAX_COUNT and spec in ("s5", "zoo"):
         raise SuiteError(f"--count: at most {MAX_COUNT} programs per cell for the generated suites")
+    if data is not None and spec != "cruxeval":
+        raise SuiteError("--data points at a copy of CRUXEval; it is for the cruxeval suite")
     if spec == "cruxeval":
-        if not CRUXEVAL_DATA.is_file():
-            raise SuiteError(f"CRUXEval data not found at {CRUXEVAL_DATA} (the shared benchmarks folder)")
-        cases = cruxeval_cases(CRUXEVAL_DATA, count)
-        return Suite("cruxeval", cases)
+        path = Path(data) if data is not None else CRUXEVAL_DATA
+        if path.is_dir():
+            path = path / "cruxeval.jsonl"
+        if not path.is_file():
+            where = f"--data {data}" if data is not None else f"the copy shipped with cwmtui ({path})"
+            raise SuiteError(f"CRUXEval data not found: {where}: no such file")
+        return Suite("cruxeval", cruxeval_cases(path, count))
     if spec == "s5":
         return Suite("s5", s5_cases(n or list(S5_LENGTHS), count or 10, seed))
     if spec == "zoo":
