@@ -220,3 +220,71 @@ def test_real_cwm_generations_are_scored_and_classed_for_triage(capsys, tmp_path
         "sample_19": ("state", True, 16),
         "sample_23": ("state", True, 5),
     }
+
+
+class FlakyBackend:
+    """Ends every trace at once, except on a program holding ``boom``: there the "server" fails."""
+
+    def __new__(cls):
+        from cwmtui.model.backend import Backend, Completion, ModelError
+        from cwmtui.model.tokenizer import byte_tokenizer
+
+        class Flaky(Backend):
+            name = "flaky server"
+            description = "flaky"
+
+            def __init__(self):
+                self._tokens = byte_tokenizer()
+                self.special_ids = self._tokens.special_ids
+
+            def encode(self, text):
+                return self._tokens.encode(text)
+
+            def decode(self, ids):
+                return self._tokens.decode(ids)
+
+            def complete(self, prompt_ids, stop_ids, max_new_tokens, temperature=0.0, top_p=1.0, seed=None, cancel=None):
+                if "boom" in self.decode(prompt_ids):
+                    raise ModelError("http://gpu:8000/v1/completions: the server refused the request (HTTP 400): bad prompt")
+                return Completion([self.eos_id], len(prompt_ids), "eos")
+
+        return Flaky()
+
+
+def test_a_program_the_server_fails_on_is_recorded_and_the_run_goes_on(capsys, tmp_path, monkeypatch):
+    from cwmtui.model import backend as backend_module
+
+    monkeypatch.setattr(backend_module, "backend_from_args", lambda args, progress=None: FlakyBackend())
+    path = tmp_path / "programs.jsonl"
+    lines = [
+        {"id": "a", "program": "def f(x):  # << START_OF_TRACE\n    return x\n", "call": "f(1)"},
+        {"id": "b", "program": "def f(x):  # << START_OF_TRACE\n    boom = x\n    return boom\n", "call": "f(2)"},
+        {"id": "c", "program": "def f(x):  # << START_OF_TRACE\n    return x + 1\n", "call": "f(3)"},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    results = tmp_path / "results.jsonl"
+    code = main(["eval", str(path), "--out", str(results), "--json"])
+    captured = capsys.readouterr()
+    assert code == 1  # the run finished, but not every program could be run
+    assert "cwmtui eval: failed b: http://gpu:8000/v1/completions: the server refused the request (HTTP 400): bad prompt" in captured.err
+    report = json.loads(captured.out)
+    assert report["count"] == 2 and report["model_errors"]["count"] == 1 and report["model_errors"]["ids"] == ["b"]
+    records = {r["id"]: r for r in map(json.loads, results.read_text().splitlines())}
+    assert set(records) == {"a", "b", "c"}
+    assert records["b"]["status"] == "error" and records["b"]["class"] == "model error"
+    assert records["b"]["error"].endswith("(HTTP 400): bad prompt")
+    # the results file reads back to the same report, the failed program still apart
+    assert main(["eval", "--report", str(results), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model_errors"]["count"] == 1
+
+
+def test_a_server_that_fails_every_program_stops_the_run(capsys, tmp_path, monkeypatch):
+    from cwmtui.model import backend as backend_module
+
+    monkeypatch.setattr(backend_module, "backend_from_args", lambda args, progress=None: FlakyBackend())
+    path = tmp_path / "programs.jsonl"
+    lines = [{"id": f"p{i}", "program": f"def f(x):  # << START_OF_TRACE\n    boom = x\n    return {i}\n", "call": "f(0)"} for i in range(12)]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert main(["eval", str(path), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "5 programs in a row failed; stopped" in err

@@ -22,6 +22,11 @@ SOURCE = "def f(n):  # << START_OF_TRACE\n    s = n * 2\n    return s\n"
 TOKENIZER = build_byte_tokenizer()
 FRAME_SEP = TOKENIZER.convert_tokens_to_ids(tokens.FRAME_SEP)
 EOS = TOKENIZER.eos_token_id
+EOT = 300  # the fake server's <|eot_id|>, one of its model's end-of-text ids (as in CWM's generation config)
+
+
+def text_of(ids) -> str:
+    return TOKENIZER.decode([t for t in ids if t != EOT]) + ("<|eot_id|>" if EOT in ids else "")
 
 
 class FakeServer:
@@ -35,12 +40,15 @@ class FakeServer:
         self.include_stop = include_stop
         self.script: list[int] = []
         self.requests: list[tuple[str, dict | None]] = []
+        self.headers: list[dict] = []
         self.actions: dict[str, list[tuple]] = {}
         self.cached_tokens: int | None = None
         self.streams = True  # False: ignore "stream" and answer at once, as some servers do
         self.token_delay = 0.0  # seconds before each streamed event
         self.streamed = 0  # events streamed
         self.hung_up = threading.Event()  # a client closed a stream before its end
+        self.models = [{"id": "facebook/cwm", "object": "model", "owned_by": "vllm", "root": "facebook/cwm", "parent": None, "max_model_len": 131072}]
+        self.api_key: str | None = None  # as vllm serve --api-key: every /v1 request needs it
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -64,6 +72,10 @@ class FakeServer:
             def _handle(self, method: str) -> None:
                 payload = self._body() if method == "POST" else None
                 fake.requests.append((self.path, payload))
+                fake.headers.append(dict(self.headers))
+                if fake.api_key and self.path.startswith("/v1") and self.headers.get("Authorization") != f"Bearer {fake.api_key}":
+                    self._send(401, {"error": "Unauthorized"})
+                    return
                 queue = fake.actions.get(self.path)
                 if queue:
                     action = queue.pop(0)
@@ -76,6 +88,12 @@ class FakeServer:
                         return
                     if action[0] == "sleep":
                         time.sleep(action[1])
+                if self.path == "/v1/completions":
+                    limit = fake.models[0].get("max_model_len") or 1 << 30
+                    if len(payload["prompt"]) + payload["max_tokens"] > limit:  # as vLLM refuses it
+                        message = f"This model's maximum context length is {limit} tokens. However, you requested {len(payload['prompt']) + payload['max_tokens']} tokens."
+                        self._send(400, {"object": "error", "message": message, "type": "BadRequestError", "code": 400})
+                        return
                 if self.path == "/v1/completions" and payload.get("stream") and fake.streams:
                     self._stream(fake.events(payload))
                     return
@@ -120,7 +138,7 @@ class FakeServer:
         out: list[int] = []
         for token in self.script[len(prompt) : len(prompt) + max_tokens]:
             out.append(token)
-            if token in stops or token == EOS:
+            if token in stops or token in (EOS, EOT):
                 break
         return out
 
@@ -129,9 +147,9 @@ class FakeServer:
         out = self.continuation(payload["prompt"], set(payload["stop_token_ids"]), payload["max_tokens"])
         stop_reason = None
         finish = "length"
-        if out and (out[-1] in payload["stop_token_ids"] or out[-1] == EOS):
+        if out and (out[-1] in payload["stop_token_ids"] or out[-1] in (EOS, EOT)):
             finish = "stop"
-            if out[-1] != EOS:
+            if out[-1] not in (EOS, EOT):
                 stop_reason = out[-1]
             if not self.include_stop:
                 out = out[:-1]  # as vLLM does with special stop tokens
@@ -152,7 +170,7 @@ class FakeServer:
         for position, token in enumerate(out):
             last = position == len(out) - 1
             yield {"id": "cmpl-1", "object": "text_completion", "choices": [
-                {"index": 0, "text": TOKENIZER.decode([token]), "finish_reason": finish if last else None,
+                {"index": 0, "text": text_of([token]), "finish_reason": finish if last else None,
                  "stop_reason": stop_reason if last else None} | self.ids([token])]}
         if not out:
             yield {"id": "cmpl-1", "choices": [{"index": 0, "text": "", "finish_reason": finish, "stop_reason": stop_reason}]}
@@ -162,16 +180,21 @@ class FakeServer:
     def answer(self, method: str, path: str, payload):
         if self.kind == "vllm":
             if path == "/v1/models":
-                return 200, {"object": "list", "data": [{"id": "facebook/cwm", "object": "model"}]}
+                return 200, {"object": "list", "data": self.models}
             if path == "/tokenize":  # vLLM parses special-token strings in the text
+                if payload["prompt"] == "<|eot_id|>":
+                    return 200, {"tokens": [EOT], "count": 1, "max_model_len": 131072}
                 ids = TOKENIZER.encode(payload["prompt"], add_special_tokens=False)
                 return 200, {"tokens": ids, "count": len(ids), "max_model_len": 131072}
             if path == "/detokenize":
-                return 200, {"prompt": TOKENIZER.decode(payload["tokens"])}
+                return 200, {"prompt": text_of(payload["tokens"])}
             if path == "/v1/completions":
                 out, finish, stop_reason, usage = self.completion(payload)
-                choice = {"index": 0, "text": TOKENIZER.decode(out), "finish_reason": finish, "stop_reason": stop_reason} | self.ids(out)
+                choice = {"index": 0, "text": text_of(out), "finish_reason": finish, "stop_reason": stop_reason} | self.ids(out)
                 return 200, {"id": "cmpl-1", "object": "text_completion", "choices": [choice], "usage": usage}
+        if self.kind == "fgserve" and path == "/completions" and payload.get("temperature") == 0.0:
+            # fgserve samples: logits / 0 is NaN and torch.multinomial raises in its main loop
+            return 500, b"<!doctype html><title>500 Internal Server Error</title>RuntimeError: probability tensor contains either inf, nan or element < 0"
         if self.kind == "fgserve" and path == "/completions":
             stop = TOKENIZER.convert_tokens_to_ids(payload["stop"]) if payload.get("stop") else None
             out = self.continuation(payload["prompt"], {stop} if stop is not None else set(), payload["max_tokens"])
@@ -236,7 +259,8 @@ def test_a_rollout_over_vllm_reproduces_the_model_frames(vllm, program, truth):
     first = completions[0]
     assert first["prompt"] == rollout.ids[: len(first["prompt"])] and all(isinstance(i, int) for i in first["prompt"])
     assert first["stop_token_ids"] == [FRAME_SEP] and first["skip_special_tokens"] is False
-    assert first["return_token_ids"] is True and first["return_tokens_as_token_ids"] is True
+    assert first["return_token_ids"] is True
+    assert "logprobs" not in first and "return_tokens_as_token_ids" not in first  # only ids are used: no logprobs asked
     assert first["model"] == "facebook/cwm" and first["temperature"] == 0.0
 
 
@@ -410,7 +434,8 @@ def test_a_rollout_over_fgserve(program, truth, tokenizer_dir):
         assert rollout.frames == truth.frames
         payload = [p for path, p in server.requests if path == "/completions"][0]
         assert payload["stop"] == tokens.FRAME_SEP and isinstance(payload["prompt"], list)
-        assert payload["temperature"] == 0.0 and payload["n"] == 1
+        # fgserve has no per-request greedy and dies on temperature 0 (the fake does as it does)
+        assert 0.0 < payload["temperature"] <= 1e-6 and payload["top_p"] == 1.0 and payload["n"] == 1
     finally:
         server.close()
 
@@ -422,3 +447,76 @@ def test_fgserve_needs_a_tokenizer():
             quick(server.url, kind="fgserve")
     finally:
         server.close()
+
+
+# -- real vLLM deployments -------------------------------------------------------------------
+
+
+def test_the_api_key_is_sent_from_the_option_or_the_environment(vllm, program, truth, monkeypatch):
+    vllm.api_key = "s3cret"
+    vllm.script = script_of(program, truth.frames)
+    with quick(vllm.url, api_key="s3cret") as backend:
+        assert Rollout(backend, program, truth.frames[0]).run() is RolloutStatus.ENDED
+    assert all(h.get("Authorization") == "Bearer s3cret" for h in vllm.headers)
+    monkeypatch.setenv("VLLM_API_KEY", "s3cret")
+    with open_backend(server=vllm.url) as backend:
+        assert backend.model_name == "facebook/cwm"
+
+
+def test_a_server_that_wants_a_key_says_so_in_one_line(vllm, monkeypatch):
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    vllm.api_key = "s3cret"
+    with pytest.raises(ModelError, match=r"wants an API key \(HTTP 401\): pass --api-key KEY or set VLLM_API_KEY or OPENAI_API_KEY$"):
+        quick(vllm.url)
+    with pytest.raises(ModelError, match=r"refused the API key \(HTTP 401\)"):
+        quick(vllm.url, api_key="wrong")
+    assert len(vllm.requests) == 2  # a refused key is not retried
+
+
+def test_a_server_with_several_models_needs_served_model(vllm, program, truth):
+    vllm.models = [
+        {"id": "facebook/cwm", "object": "model", "parent": None, "max_model_len": 131072},
+        {"id": "cwm-lora-traces", "object": "model", "parent": "facebook/cwm", "max_model_len": 131072},
+    ]
+    with pytest.raises(ModelError, match=r"serves 2 models \(facebook/cwm, cwm-lora-traces\): pick one with --served-model NAME"):
+        quick(vllm.url)
+    with pytest.raises(ModelError, match=r"--served-model nope: the server serves facebook/cwm, cwm-lora-traces"):
+        quick(vllm.url, served_model="nope")
+    vllm.script = script_of(program, truth.frames)
+    with open_backend(server=vllm.url, served_model="cwm-lora-traces") as backend:
+        assert backend.name.endswith("(cwm-lora-traces)")
+        assert Rollout(backend, program, truth.frames[0]).run() is RolloutStatus.ENDED
+    assert {p["model"] for path, p in vllm.requests if path in ("/v1/completions", "/tokenize")} == {"cwm-lora-traces"}
+
+
+def test_served_model_and_api_key_need_a_server():
+    with pytest.raises(ModelError, match="--served-model is for --server URL"):
+        open_backend(served_model="x")
+
+
+def test_the_servers_context_length_ends_a_long_trace_as_context_full(vllm, program, truth):
+    vllm.script = script_of(program, truth.frames)
+    prompt = len(script_of(program, [])) - 1  # the script holds the end of text after no frame
+    vllm.models[0]["max_model_len"] = prompt + 30  # room for about two frames
+    with quick(vllm.url) as backend:
+        assert backend.context_length == prompt + 30
+        rollout = Rollout(backend, program, truth.frames[0])
+        assert rollout.run() is RolloutStatus.BUDGET  # not an HTTP 400
+    assert "context of" in rollout.message and "is full" in rollout.message
+    assert all(len(p["prompt"]) + p["max_tokens"] <= prompt + 30 for path, p in vllm.requests if path == "/v1/completions")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_eot_stop_is_kept_as_the_model_wrote_it(vllm, program, truth, stream):
+    """CWM's generation config ends a turn on <|eot_id|> as well as <|end_of_text|>; vLLM stops
+    there with no stop_reason. The model wrote <|eot_id|>: no <|end_of_text|> is added."""
+    vllm.include_stop = True  # vLLM keeps an end token in token_ids
+    vllm.script = script_of(program, truth.frames)[:-1] + [EOT]
+    cancel = threading.Event() if stream else None
+    with quick(vllm.url) as backend:
+        rollout = Rollout(backend, program, truth.frames[0])
+        assert rollout.run(cancel=cancel) is RolloutStatus.ENDED
+        last = backend.complete(vllm.script[:-1], [FRAME_SEP], 16, cancel=cancel)
+    assert rollout.frames == truth.frames
+    assert last.ids == [EOT] and last.stopped == "eos"

@@ -79,12 +79,23 @@ def normal_status(status) -> str:
 
 
 def aggregate(records: Iterable[dict], suite: str | None = None) -> dict:
+    """The report of a batch. Programs whose model calls failed (``status: error``, a server
+    error) are not the model's answers: they are counted under ``model_errors`` and left out of
+    every rate."""
     records = list(records)
+    failed = [r for r in records if r.get("status") == "error"]
+    records = [r for r in records if r.get("status") != "error"]
     report: dict = {
-        "suite": suite or _common(r.get("suite") for r in records) or "mixed",
-        "model": _common(r.get("model") for r in records),
+        "suite": suite or _common(r.get("suite") for r in records + failed) or "mixed",
+        "model": _common(r.get("model") for r in records + failed),
     }
     report.update(condition_metrics(records))
+    if failed:
+        report["model_errors"] = {
+            "count": len(failed),
+            "ids": [r.get("id") for r in failed[:20]],
+            "first": str(failed[0].get("error") or ""),
+        }
     forced = [r["teacher_forced"] for r in records if r.get("teacher_forced")]
     if forced:
         report["teacher_forced"] = condition_metrics(forced)

@@ -130,7 +130,7 @@ def replay_list(args):
     tokenizer for token counts; None when it holds one program (opened directly)."""
     from ..model import ModelError
     from ..model.replay import read_replay
-    from ..model.tokenizer import load_tokenizer
+    from ..model.tokenizer import load_any_tokenizer
 
     chosen = [name for name, value in (("--model", args.model), ("--server", args.server)) if value]
     if chosen:
@@ -139,7 +139,7 @@ def replay_list(args):
         objects = read_replay(args.replay)
         if len(objects) < 2:
             return None
-        tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer else None
+        tokenizer = load_any_tokenizer(args.tokenizer) if args.tokenizer else None
     except ModelError as exc:
         raise UsageError(str(exc)) from None
     return objects, tokenizer

@@ -201,11 +201,14 @@ def _print_summary(console, session, branch) -> None:
     if first.string_valued:
         lens = session.lens(branch) if _lens_is_meaningful(session) else None
         if lens is not None:
-            console.print(lens_text(lens, session.model_name))
+            console.print(lens_text(lens, getattr(session.backend, "lens_label", None) or session.model_name))
 
 
 def _lens_is_meaningful(session) -> bool:
-    """A replay without --tokenizer counts bytes, not the recorded model's tokens: no lens."""
+    """A replay without --tokenizer counts bytes, not the recorded model's tokens: no lens
+    (unless --lens-tokenizer names the tokens to show)."""
+    if getattr(session.backend, "lens_tokenizer", None) is not None:
+        return True
     return "byte counts" not in (session.model_description or "")
 
 

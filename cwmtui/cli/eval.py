@@ -56,6 +56,10 @@ def run(args) -> int:
 
     if args.plot and not args.plot.lower().endswith(".png"):
         raise UsageError(f"--plot {args.plot}: give a .png file name")
+    if args.plot:
+        from ..extras import require
+
+        require("matplotlib", "plot", "--plot", UsageError)  # before a run of hours, not after
     if args.report:
         if args.suite:
             raise UsageError("give either a SUITE to run or --report RESULTS.jsonl, not both")
@@ -201,9 +205,17 @@ def run_suite(args) -> int:
             out.close()
         for backend in opened:
             backend.close()
+    failed = batch.failed if batch is not None else []
+    for line in failed[:5]:
+        print(f"cwmtui eval: failed {line}", file=sys.stderr)
+    if len(failed) > 5:
+        print(f"cwmtui eval: {len(failed) - 5} more programs failed" + (f" (all are in {args.out})" if args.out else ""), file=sys.stderr)
     if batch is not None and batch.errors:
         for error in batch.errors[:5]:
             print(f"cwmtui: error: {error}", file=sys.stderr)
+        if finished:
+            print(f"cwmtui: the report below covers the {len(finished)} programs done before it stopped", file=sys.stderr)
+            show(aggregate(finished, suite.name), args)
         return 2
     if interrupted:
         print("cwmtui: interrupted" + (f"; finished programs are in {args.out}" if args.out else ""), file=sys.stderr)
@@ -214,7 +226,7 @@ def run_suite(args) -> int:
     if not records:
         raise UsageError(f"{args.suite}: no program could be evaluated")
     show(aggregate(records, suite.name), args)
-    return 0
+    return 1 if failed else 0
 
 
 def _rate(progress, task_id, unit: str) -> str:

@@ -63,6 +63,10 @@ def build_parser() -> Parser:
 
 
 def run(args) -> int:
+    from ..extras import require
+
+    for module in ("torch", "transformers", "safetensors"):
+        require(module, "train", "cwmtui train", UsageError)
     from ..training.loop import TrainOptions, export_checkpoint, train
 
     # the command prints its own progress; transformers' bars for loading and saving one small

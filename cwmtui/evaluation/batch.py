@@ -18,7 +18,7 @@ from typing import Callable
 
 from ..interpreter import Interpreter, Limits
 from ..trace import Frame, Status, Trace
-from .record import condition_summary, result_record
+from .record import condition_summary, error_record, result_record
 from .suite import Case, Suite
 
 
@@ -208,6 +208,10 @@ class RecordedGenerations:
         pass
 
 
+#: a run stops when this many programs in a row could not be run (the server is gone)
+MAX_FAILURES_IN_A_ROW = 5
+
+
 class BatchRun:
     """Runs the model over a suite's truths on worker threads; results arrive through ``on_result``."""
 
@@ -223,7 +227,9 @@ class BatchRun:
         self.options = options
         self.on_result = on_result
         self.cancel = threading.Event()
-        self.errors: list[str] = []
+        self.errors: list[str] = []  # what stopped the run (none: it went through)
+        self.failed: list[str] = []  # programs whose model calls failed, recorded as such
+        self._failures_in_a_row = 0
         self._lock = threading.Lock()
 
     def run(self, truths: list[Truth]) -> list[dict]:
@@ -261,16 +267,38 @@ class BatchRun:
                 index, truth = work.get_nowait()
             except queue.Empty:
                 return
+            began = time.perf_counter()
             try:
                 record = evaluate_case(backend, self.suite.name, truth, self.options, self.cancel)
-            except Exception as exc:  # one program's failure (a model error) stops the run
+            except Exception as exc:  # noqa: BLE001 - a model error: recorded as this program's result
+                if self.cancel.is_set():
+                    return
+                record = self._failed(backend, truth, exc, time.perf_counter() - began)
+                if record is None:
+                    return
+            else:
+                if self.cancel.is_set() and record.get("status") == "cancelled":
+                    return
                 with self._lock:
-                    self.errors.append(f"{truth.case.id}: {exc}")
-                self.cancel.set()
-                return
-            if self.cancel.is_set() and record.get("status") == "cancelled":
-                return
+                    self._failures_in_a_row = 0
             with self._lock:
                 results[index] = record
                 if self.on_result is not None:
                     self.on_result(record)
+
+    def _failed(self, backend, truth: Truth, exc: Exception, seconds: float) -> dict | None:
+        """The record of a program whose model calls failed; the run goes on, unless every one
+        of the last :data:`MAX_FAILURES_IN_A_ROW` programs failed (the server is down, not one
+        program bad): then it stops, and None."""
+        message = str(exc).strip() or type(exc).__name__
+        with self._lock:
+            self.failed.append(f"{truth.case.id}: {message}")
+            self._failures_in_a_row += 1
+            if self._failures_in_a_row >= MAX_FAILURES_IN_A_ROW:
+                self.errors.append(f"{MAX_FAILURES_IN_A_ROW} programs in a row failed; stopped (last: {truth.case.id}: {message})")
+                self.cancel.set()
+                return None
+        return error_record(
+            truth.case, self.suite.name, truth.trace, message, model=getattr(backend, "name", ""),
+            timings={"truth_s": round(truth.seconds, 4), "model_s": round(seconds, 4)},
+        )

@@ -136,6 +136,34 @@ def result_record(
     return record
 
 
+#: the status of a program whose model calls failed (a server error): not the model's answer
+ERROR_STATUS = "error"
+
+
+def error_record(case, suite: str, truth: Trace, error: str, *, model: str = "", timings: dict | None = None) -> dict:
+    """The results-file line of a program the model could not be run on (the server failed):
+    the error is its result, kept apart from the model's answers in the report."""
+    outcome = entry_outcome(truth.frames)
+    free = {
+        "generation": "",
+        "status": ERROR_STATUS,
+        "output": {
+            "expected": outcome.value,
+            "expected_kind": outcome.kind,
+            "predicted": None,
+            "predicted_kind": None,
+            "correct": False,
+        },
+        "frames": {"truth": len(truth.frames), "model": 0, "format_errors": 0, "action_matches": 0, "state_matches": 0},
+        "trace_exact": False,
+        "first_divergence": None,
+        "class": "model error",
+    }
+    record = result_record(case, suite, truth, free, model=model, timings=timings)
+    record["error"] = error
+    return record
+
+
 def _divergence_json(comparison) -> dict | None:
     divergence = getattr(comparison, "first_divergence", None) if comparison is not None else None
     if divergence is None:

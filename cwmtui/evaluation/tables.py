@@ -49,6 +49,13 @@ def summary_table(report: dict) -> Table:
     for status, label in (("frame_limit", "a frame over the per-frame limit"), ("max_frames", "over the frame cap")):
         if truncations.get(status):
             table.add_row(label, str(truncations[status]), *([""] * (len(table.columns) - 2)))
+    errors = report.get("model_errors")
+    if errors:
+        table.caption = (
+            f"{errors['count']} more program(s) not scored: the model could not be run on them "
+            f"(first: {errors['first']})"
+        )
+        table.caption_justify = "left"
     return table
 
 

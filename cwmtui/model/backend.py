@@ -75,6 +75,10 @@ class Backend:
     special_ids: dict[str, int]
     can_generate: bool = True
     context_length: int | None = None  # positions the model can attend over, when known
+    warning: str | None = None  # one line the user should see on opening (e.g. layers offloaded to CPU)
+    #: what splits values in the token lens when it is not the model's own tokenizer
+    #: (``--lens-tokenizer cwm``: CWM's BPE beside the byte-level bundled model or a replay)
+    lens_tokenizer = None
 
     # -- the protocol ----------------------------------------------------------------------
     def encode(self, text: str) -> list[int]:
@@ -96,19 +100,17 @@ class Backend:
         raise NotImplementedError
 
     def token_pieces(self, text: str) -> list[str]:
-        """How the tokenizer splits ``text``: one string per token (bytes of a character that
-        the tokenizer split are kept together, so the pieces always join back to ``text``)."""
-        pieces: list[str] = []
-        pending: list[int] = []
-        for token in self.encode(text):
-            pending.append(token)
-            piece = self.decode(pending)
-            if piece and not piece.endswith("\ufffd"):
-                pieces.append(piece)
-                pending = []
-        if pending:
-            pieces.append(self.decode(pending))
-        return pieces
+        """How the lens tokenizer (by default the model's own) splits ``text``: one string per
+        token (bytes of a character that the tokenizer split are kept together, so the pieces
+        always join back to ``text``)."""
+        return split_pieces(self.lens_tokenizer or self, text)
+
+    @property
+    def lens_label(self) -> str:
+        """Whose tokens the token lens shows, for its title."""
+        if self.lens_tokenizer is not None:
+            return f"{getattr(self.lens_tokenizer, 'where', 'the lens tokenizer')} (--lens-tokenizer)"
+        return "the model's tokenizer"
 
     def close(self) -> None:
         pass
@@ -166,6 +168,21 @@ class Backend:
         return cached
 
 
+def split_pieces(tokenizer, text: str) -> list[str]:
+    """``text`` as ``tokenizer`` (anything with ``encode`` and ``decode``) splits it."""
+    pieces: list[str] = []
+    pending: list[int] = []
+    for token in tokenizer.encode(text):
+        pending.append(token)
+        piece = tokenizer.decode(pending)
+        if piece and not piece.endswith("\ufffd"):
+            pieces.append(piece)
+            pending = []
+    if pending:
+        pieces.append(tokenizer.decode(pending))
+    return pieces
+
+
 def check_special_ids(found: dict[str, int | None], where: str) -> dict[str, int]:
     """Every CWM special token must be one id; say which are missing otherwise."""
     missing = [t for t in tokens.SPECIAL_TOKENS if found.get(t) is None]
@@ -175,6 +192,17 @@ def check_special_ids(found: dict[str, int | None], where: str) -> dict[str, int
             "(not a CWM tokenizer)"
         )
     return {t: int(found[t]) for t in tokens.SPECIAL_TOKENS}
+
+
+def check_text_stays_text(tokenizer, where: str) -> None:
+    """A special token's *string* in a program must encode as text, never as the special id:
+    a source line holding ``"<|frame_sep|>"`` would otherwise end a frame in the prompt."""
+    for token in tokens.SPECIAL_TOKENS:
+        if tokenizer.special_ids[token] in tokenizer.encode(token):
+            raise ModelError(
+                f"{where}: the tokenizer turns the text {token!r} into the special token "
+                "(it must stay text inside a program): not usable for traces"
+            )
 
 
 # -- command-line options --------------------------------------------------------------------
@@ -230,7 +258,10 @@ def add_model_options(parser: argparse.ArgumentParser, bundled_by_default: bool 
     group.add_argument("--device", type=_device, default="auto", metavar="auto|cpu|cuda|cuda:N", help="where a --model runs (default auto: the GPU when there is one; bf16 on GPU, fp32 on CPU)")
     group.add_argument("--server", metavar="URL", help="an OpenAI-compatible server instead of a local model, e.g. http://localhost:8000 (vllm serve facebook/cwm)")
     group.add_argument("--server-kind", choices=("vllm", "fgserve"), default="vllm", help="the server's protocol: vllm (/v1/completions, the default) or fgserve (Meta's /completions)")
-    group.add_argument("--tokenizer", metavar="PATH", help="a local tokenizer directory for --server (default: the server's /tokenize endpoint) or for --replay token counts")
+    group.add_argument("--api-key", metavar="KEY", help="the API key of a --server started with 'vllm serve --api-key' (default: $VLLM_API_KEY, then $OPENAI_API_KEY)")
+    group.add_argument("--served-model", metavar="NAME", help="which model (or LoRA adapter) of a --server serving several to prompt")
+    group.add_argument("--tokenizer", metavar="PATH|cwm", help="for --server (default: the server's /tokenize endpoint) or --replay token counts: Meta's tokenizer.model, a Hugging Face tokenizer directory, or 'cwm' (CWM's own tokenizer, the cwm-tokenizer extra)")
+    group.add_argument("--lens-tokenizer", metavar="cwm|PATH", help="split values in the token lens with this tokenizer instead of the model's: 'cwm' (CWM's own BPE, the cwm-tokenizer extra: the string-valued-state analysis in CWM's tokens, beside the byte-level bundled model or a replay), Meta's tokenizer.model, or a Hugging Face tokenizer directory")
     group.add_argument("--replay", metavar="FILE.jsonl", help="open recorded generations instead of running a model (one JSON object per line)")
     group.add_argument("--id", dest="replay_id", metavar="ID", help="which record of --replay to open (needed when the file has several)")
     group.add_argument("--temperature", type=_temperature, default=default.temperature, metavar="T", help="sampling temperature (default 0: greedy)")
@@ -249,19 +280,39 @@ def open_backend(
     replay: str | None = None,
     replay_id: str | None = None,
     progress: Progress | None = None,
+    cache_tokens: int | None = None,
+    api_key: str | None = None,
+    served_model: str | None = None,
+    lens_tokenizer: str | None = None,
 ) -> Backend:
     """Open the backend the options name; raises ModelError with a one-line reason.
+
+    ``cache_tokens``: positions a local model's KV cache must hold (its GPU fit check).
 
     ``model`` may also be the parsed options of :func:`add_model_options` (an argparse
     Namespace), as :func:`backend_from_args` takes them.
     """
     if isinstance(model, argparse.Namespace):
         return backend_from_args(model, progress=progress)
+    lens = None
+    if lens_tokenizer is not None:
+        from .tokenizer import load_any_tokenizer
+
+        lens = load_any_tokenizer(lens_tokenizer)  # before the model: a bad path costs no load
+    backend = _open_model(model, device, server, server_kind, tokenizer, replay, replay_id, progress, cache_tokens, api_key, served_model)
+    backend.lens_tokenizer = lens
+    return backend
+
+
+def _open_model(model, device, server, server_kind, tokenizer, replay, replay_id, progress, cache_tokens, api_key, served_model) -> Backend:
     chosen = [name for name, value in (("--model", model), ("--server", server), ("--replay", replay)) if value]
     if len(chosen) > 1:
         raise ModelError(f"{' and '.join(chosen)} cannot be used together: pick one world model")
     if replay_id is not None and not replay:
         raise ModelError("--id selects a record of --replay FILE; there is no --replay")
+    for option, value in (("--api-key", api_key), ("--served-model", served_model)):
+        if value is not None and not server:
+            raise ModelError(f"{option} is for --server URL; there is no --server")
     if replay:
         from .replay import ReplayBackend
 
@@ -269,24 +320,38 @@ def open_backend(
     if server:
         from .server import ServerBackend
 
-        return ServerBackend(server, kind=server_kind, tokenizer=tokenizer)
+        return ServerBackend(server, kind=server_kind, tokenizer=tokenizer, api_key=api_key, served_model=served_model)
     if tokenizer:
         raise ModelError("--tokenizer is for --server or --replay; a --model directory has its own tokenizer")
     if model is None or model == "bundled":
         return open_bundled(device=device, progress=progress)
-    return open_model_dir(model, device=device, progress=progress)
+    return open_model_dir(model, device=device, progress=progress, cache_tokens=cache_tokens)
 
 
-def open_model_dir(path: str, device: str = "auto", progress: Progress | None = None, name: str | None = None) -> Backend:
-    """A local Hugging Face directory: through transformers, or for a small Llama with the byte
+def open_model_dir(
+    path: str,
+    device: str = "auto",
+    progress: Progress | None = None,
+    name: str | None = None,
+    cache_tokens: int | None = None,
+) -> Backend:
+    """A local Hugging Face directory (or a model id such as ``facebook/cwm`` already in the
+    local Hugging Face cache): through transformers, or for a small Llama with the byte
     tokenizer on the CPU (the bundled model) without it (:mod:`cwmtui.model.lean`)."""
     from .lean import LeanBackend, lean_fits
 
+    from .hub import model_directory
+
+    resolved = model_directory(path)
+    if resolved != path:
+        name, path = name or path, resolved
     if lean_fits(path, device):
         return LeanBackend(path, progress=progress, name=name)
-    from .hf import TransformersBackend
+    from .hf import DEFAULT_CACHE_TOKENS, TransformersBackend
 
-    return TransformersBackend(path, device=device, progress=progress, name=name)
+    return TransformersBackend(
+        path, device=device, progress=progress, name=name, cache_tokens=cache_tokens or DEFAULT_CACHE_TOKENS
+    )
 
 
 def bundled_problem() -> str | None:
@@ -319,4 +384,8 @@ def backend_from_args(args: argparse.Namespace, progress: Progress | None = None
         replay=getattr(args, "replay", None),
         replay_id=getattr(args, "replay_id", None),
         progress=progress,
+        api_key=getattr(args, "api_key", None),
+        served_model=getattr(args, "served_model", None),
+        lens_tokenizer=getattr(args, "lens_tokenizer", None),
+        cache_tokens=(getattr(args, "token_budget", None) or 8192) + 4096,  # the trace and a prompt of up to 4,096 tokens
     )

@@ -8,19 +8,27 @@ same prompt gives the same tokens whatever came before.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import struct
+from dataclasses import dataclass
 from typing import Sequence
 
 from ..trace import tokens
+from ..extras import require
 from .backend import Backend, Completion, ModelError, Progress, is_cancelled
-from .tokenizer import HFTokenizer, first_line
+from .tokenizer import HFTokenizer, first_line, refuse_custom_code
 
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 _INDEX_FILES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
 _PREFILL_CHUNK = 4096
+#: transformers releases this backend is tested with (pyproject's hf extra says the same)
+SUPPORTED_TRANSFORMERS = "transformers>=5.16.1,<5.26"
+#: KV-cache positions the GPU fit check reserves by default: the default token budget and a
+#: prompt of up to 4,096 tokens
+DEFAULT_CACHE_TOKENS = 8192 + 4096
 _DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
 
 
@@ -35,6 +43,7 @@ def check_model_dir(path: str) -> list[str]:
         raise ModelError(f"{path}: not a directory (--model takes a Hugging Face model directory)")
     if not os.path.isfile(os.path.join(path, "config.json")):
         raise ModelError(f"{path}: no config.json, so not a Hugging Face model directory")
+    refuse_custom_code(path, ("config.json", "tokenizer_config.json", "generation_config.json"))
     files: list[str] = []
     for index_name in _INDEX_FILES:
         index_path = os.path.join(path, index_name)
@@ -114,6 +123,78 @@ def weight_bytes(files: list[str], bytes_per_value: int = 2) -> int:
     return total
 
 
+def read_json(path: str) -> dict:
+    """A JSON object from a file; {} when it is missing, unreadable or not an object."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def kv_bytes_per_token(config: dict, bytes_per_value: int = 2) -> int:
+    """Bytes the KV cache takes per position: keys and values of every layer (bf16 by
+    default). CWM (64 layers, 8 KV heads of 128): 256 KiB a token."""
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    try:
+        layers = int(text["num_hidden_layers"])
+        heads = int(text.get("num_attention_heads") or 1)
+        kv_heads = int(text.get("num_key_value_heads") or heads)
+        head_dim = int(text.get("head_dim") or int(text["hidden_size"]) // heads)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return 0
+    return 2 * layers * kv_heads * head_dim * bytes_per_value
+
+
+@dataclass
+class Placement:
+    """Where the weights go: ``device_map`` and ``max_memory`` for ``from_pretrained``."""
+
+    device_map: dict | str
+    max_memory: dict | None
+    label: str
+
+
+def plan_placement(index: int, free: Sequence[int], weights: int, kv_cache: int) -> Placement:
+    """Load straight onto GPU ``index`` when the weights and the KV cache fit in its free
+    memory (with 10% to spare); else let accelerate spread the layers over every GPU, leaving
+    each its share of the cache (and, when even that is not enough, CPU and disk: see
+    :func:`offload_warning`). Sizes in bytes; ``free`` per GPU."""
+    need = weights + kv_cache
+    if need * 1.1 <= free[index]:
+        return Placement({"": index}, None, f"cuda:{index}")
+    share = kv_cache // max(len(free), 1)
+    budget = {i: max(int(room * 0.9) - share, 0) for i, room in enumerate(free)}
+    return Placement("auto", budget, f"{len(free)} GPU(s) (device_map=auto)")
+
+
+def offload_warning(device_map: dict | None) -> str | None:
+    """One line when accelerate put part of the model on the CPU or disk (every token then moves
+    those weights to the GPU: decoding is many times slower), else None."""
+    if not isinstance(device_map, dict):
+        return None
+    places = [str(v) for v in device_map.values()]
+    off = [p for p in places if p in ("cpu", "disk")]
+    if not off:
+        return None
+    where = " and ".join(sorted(set(off), key=("cpu", "disk").index))
+    return (
+        f"{len(off)} of {len(places)} parts of the model did not fit in GPU memory and run from {where}: "
+        "decoding will be many times slower (free GPU memory, lower --token-budget, or serve the model with vLLM)"
+    )
+
+
+def cache_argument(model) -> str:
+    """The keyword the model's forward takes its KV cache under: ``cache`` from transformers
+    5.24 on, ``past_key_values`` before (5.24+ still accept that as a deprecated alias)."""
+    try:
+        parameters = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return "past_key_values"
+    return "cache" if "cache" in parameters else "past_key_values"
+
+
 # -- devices ---------------------------------------------------------------------------------
 
 
@@ -186,14 +267,17 @@ class TransformersBackend(Backend):
         progress: Progress | None = None,
         name: str | None = None,
         lean: bool | None = None,
+        cache_tokens: int = DEFAULT_CACHE_TOKENS,
     ) -> None:
         """``lean``: decode through :class:`LlamaDecoder` (None: when the model is a small
-        Llama in fp32 on CPU; False: always through transformers' forward and DynamicCache)."""
+        Llama in fp32 on CPU; False: always through transformers' forward and DynamicCache).
+        ``cache_tokens``: positions the KV cache must hold (prompt and trace), in the GPU fit
+        check."""
         report = progress or (lambda stage, fraction: None)
         path = os.path.abspath(os.path.expanduser(path))
         files = check_model_dir(path)
-        import torch
-        import transformers
+        torch = require("torch", "hf", "a --model directory", ModelError)
+        transformers = require("transformers", "hf", "a --model directory", ModelError)
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
@@ -202,6 +286,7 @@ class TransformersBackend(Backend):
         self._torch = torch
         target = resolve_device(device)
         dtype = torch.bfloat16 if target.type == "cuda" else torch.float32
+        config = read_json(os.path.join(path, "config.json"))
 
         report("loading tokenizer", None)
         verbosity = hf_logging.get_verbosity()
@@ -211,27 +296,24 @@ class TransformersBackend(Backend):
         )
         try:
             try:
-                tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+                tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
             except Exception as exc:  # transformers raises many kinds here
                 raise ModelError(f"{path}: cannot load the tokenizer: {first_line(exc)}") from None
             self._tokens = HFTokenizer(tokenizer, path)
             self.tokenizer = tokenizer
             self.special_ids = self._tokens.special_ids
-            load_kwargs: dict = {"dtype": dtype, "local_files_only": True}
+            load_kwargs: dict = {"dtype": dtype, "local_files_only": True, "trust_remote_code": False}
             placement = str(target)
             if target.type == "cuda":
-                need = weight_bytes(files, 2)
-                free, _total = torch.cuda.mem_get_info(target)
-                if need * 1.1 > free:
-                    if not transformers.utils.is_accelerate_available():
-                        raise ModelError(
-                            f"{path}: the model needs {need / 2**30:.0f} GiB and {target} has "
-                            f"{free / 2**30:.0f} GiB free; spreading it over GPUs needs 'pip install accelerate'"
-                        )
-                    load_kwargs["device_map"] = "auto"
-                    placement = f"{torch.cuda.device_count()} GPU(s) (device_map=auto)"
-                elif transformers.utils.is_accelerate_available():
-                    load_kwargs["device_map"] = {"": target}
+                require("accelerate", "hf", f"loading a model straight onto {target}", ModelError)
+                free = [torch.cuda.mem_get_info(i)[0] for i in range(torch.cuda.device_count())]
+                plan = plan_placement(
+                    target.index or 0, free, weight_bytes(files, 2), kv_bytes_per_token(config) * cache_tokens
+                )
+                load_kwargs["device_map"] = plan.device_map
+                if plan.max_memory is not None:
+                    load_kwargs["max_memory"] = plan.max_memory
+                placement = plan.label
             report("loading weights", 0.0)
             try:
                 model = AutoModelForCausalLM.from_pretrained(path, **load_kwargs)
@@ -240,12 +322,11 @@ class TransformersBackend(Backend):
         finally:
             hf_logging.set_tqdm_hook(previous_hook)
             hf_logging.set_verbosity(verbosity)
-        if "device_map" not in load_kwargs and target.type != "cpu":
-            report(f"moving to {target}", None)
-            try:
-                model = model.to(target)
-            except torch.OutOfMemoryError:
-                raise ModelError(f"{path}: the model does not fit in {target}'s memory") from None
+        self.warning = offload_warning(getattr(model, "hf_device_map", None))
+        if self.warning:
+            placement += " · part offloaded"
+        self._transformers_version = transformers.__version__
+        self._cache_argument = cache_argument(model)
         model.eval()
         self.model = model
         self.device = model.get_input_embeddings().weight.device
@@ -313,11 +394,26 @@ class TransformersBackend(Backend):
         for start in range(0, len(ids), _PREFILL_CHUNK):
             chunk = list(ids[start : start + _PREFILL_CHUNK])
             batch = torch.tensor([chunk], dtype=torch.long, device=self.device)
-            out = self.model(input_ids=batch, cache=self._cache, use_cache=True, logits_to_keep=1)
+            cache = {self._cache_argument: self._cache}
+            out = self.model(input_ids=batch, use_cache=True, logits_to_keep=1, **cache)
             logits = out.logits[0, -1]
             self._cached.extend(chunk)
+            self._check_cache()
         self._logits = logits
         return logits
+
+    def _check_cache(self) -> None:
+        """The cache must hold every id fed so far: a transformers version that takes the cache
+        under another name drops it into ``**kwargs`` and computes each call from nothing,
+        giving wrong logits without an error. Fail loudly instead."""
+        held = self._cache.get_seq_length()
+        if held != len(self._cached):
+            self.reset()
+            raise ModelError(
+                f"transformers {self._transformers_version} did not keep the KV cache "
+                f"({held} of {len(self._cached)} tokens held, passed as {self._cache_argument}=): "
+                f"the logits would be wrong; install a supported version ({SUPPORTED_TRANSFORMERS})"
+            )
 
     def _from_lean(self, logits):
         """The lean decoder's numpy logits as this backend's arrays (torch, shared memory)."""

@@ -12,26 +12,16 @@ ids (tests check), and ``--model DIR`` with anything else goes through transform
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 
 import numpy as np
 
 from .backend import ModelError, Progress
 from .byte_tokenizer import ByteTokenizer
-from .hf import TransformersBackend, _size, check_model_dir, eos_ids
+from .hf import TransformersBackend, _size, check_model_dir, eos_ids, read_json
 from .tokenizer import first_line
 
 _MAX_PARAMS = 50_000_000  # beyond this, transformers' batched kernels are worth their import
-
-
-def _read_json(path: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def lean_fits(path: str, device: str = "auto") -> bool:
@@ -42,7 +32,7 @@ def lean_fits(path: str, device: str = "auto") -> bool:
 
     if device not in ("auto", "cpu"):
         return False
-    config = _read_json(os.path.join(path, "config.json"))
+    config = read_json(os.path.join(path, "config.json"))
     if not config or not os.path.isfile(os.path.join(path, "model.safetensors")):
         return False
     if not LlamaDecoder.supports_config(config) or not ByteTokenizer.fits(path):
@@ -95,8 +85,8 @@ class LeanBackend(TransformersBackend):
             self._lean = LlamaDecoder.from_directory(path)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ModelError(f"{path}: cannot load the model: {first_line(exc)}") from None
-        config = _read_json(os.path.join(path, "config.json"))
-        generation = _read_json(os.path.join(path, "generation_config.json"))
+        config = read_json(os.path.join(path, "config.json"))
+        generation = read_json(os.path.join(path, "generation_config.json"))
         self.model = None
         self.device = "cpu"
         self.dtype = "float32"

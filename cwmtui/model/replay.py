@@ -31,7 +31,7 @@ from ..trace.frame import Event, Frame
 from ..trace.parser import split_text
 from ..trace.render import Compressor, frame_segments, prompt_segments
 from .backend import REPLAY_OVERRIDE, Backend, Completion, ModelError
-from .tokenizer import HFTokenizer, byte_tokenizer, load_tokenizer
+from .tokenizer import HFTokenizer, byte_tokenizer, load_any_tokenizer
 
 
 @dataclass
@@ -173,7 +173,7 @@ class ReplayBackend(Backend):
                 raise ModelError(f"{path}: no generation with id {replay_id!r} (ids: {ids}{more})")
             number, data = found[0]
         record = record_from(data, f"{path}:{number}", number)
-        return cls(record, load_tokenizer(tokenizer) if tokenizer else None, source=path)
+        return cls(record, load_any_tokenizer(tokenizer) if tokenizer else None, source=path)
 
     def encode(self, text: str) -> list[int]:
         return self._tokens.encode(text)

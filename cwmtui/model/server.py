@@ -23,21 +23,33 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import time
 from typing import Sequence
 from urllib.parse import urlsplit
 
 from ..trace import tokens
 from .backend import Backend, Completion, ModelError, check_special_ids, is_cancelled
-from .tokenizer import load_tokenizer
+from .tokenizer import load_any_tokenizer
 
 _RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+#: where the API key comes from when --api-key is not given, in this order (vllm serve
+#: --api-key reads VLLM_API_KEY; OpenAI clients read OPENAI_API_KEY)
+API_KEY_VARIABLES = ("VLLM_API_KEY", "OPENAI_API_KEY")
+#: fgserve samples unless it was started with gen_args.use_sampling=false, and divides the logits
+#: by the request's temperature: 0 gives NaN and kills its generation loop. This temperature
+#: makes its sampling pick the largest logit (the softmax is one-hot in float32), i.e. greedy
+#: up to exact ties.
+FGSERVE_GREEDY_TEMPERATURE = 1e-6
+#: a model's own end-of-turn tokens, which vLLM stops on besides <|end_of_text|> (CWM's
+#: generation config lists all three)
+END_TOKENS = ("<|end_of_text|>", "<|eot_id|>", "<|eom_id|>")
 
 
 class _Http:
     """JSON over HTTP with a timeout, bounded retries and one-line errors."""
 
-    def __init__(self, base: str, timeout: float, retries: int, backoff: float) -> None:
+    def __init__(self, base: str, timeout: float, retries: int, backoff: float, api_key: str | None = None) -> None:
         import httpx
 
         self._httpx = httpx
@@ -45,7 +57,9 @@ class _Http:
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
-        self.client = httpx.Client(timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)))
+        self.api_key = api_key
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.client = httpx.Client(timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)), headers=headers)
 
     def post(self, path: str, payload: dict) -> dict:
         return self.request("POST", path, payload)
@@ -95,7 +109,7 @@ class _Http:
     def _once(self, method: str, url: str, payload: dict | None) -> dict:
         with self._transport():
             response = self.client.request(method, url, json=payload)
-        _check_status(url, response)
+        _check_status(url, response, self.api_key)
         return _json_answer(url, response)
 
     def _once_streamed(self, url: str, payload: dict, cancel) -> tuple[list[dict], bool]:
@@ -103,7 +117,7 @@ class _Http:
         with self._transport(), self.client.stream("POST", url, json=payload) as response:
             if response.status_code >= 400:
                 response.read()
-            _check_status(url, response)
+            _check_status(url, response, self.api_key)
             if "text/event-stream" not in response.headers.get("content-type", ""):
                 # a server that ignores "stream" answers at once: the whole answer as one event
                 response.read()
@@ -129,11 +143,23 @@ class _Http:
         self.client.close()
 
 
+def _names(ids: list[str]) -> str:
+    shown = ", ".join(ids[:6])
+    return shown + (f" and {len(ids) - 6} more" if len(ids) > 6 else "")
+
+
 class _Retry(Exception):
     """A failure that another try may not meet; the message says what went wrong."""
 
 
-def _check_status(url: str, response) -> None:
+def _check_status(url: str, response, api_key: str | None = None) -> None:
+    if response.status_code in (401, 403):
+        if api_key:
+            raise ModelError(f"{url}: the server refused the API key (HTTP {response.status_code}): check --api-key or {API_KEY_VARIABLES[0]}")
+        raise ModelError(
+            f"{url}: the server wants an API key (HTTP {response.status_code}): pass --api-key KEY "
+            f"or set {' or '.join(API_KEY_VARIABLES)}"
+        )
     if response.status_code in _RETRY_STATUS:
         raise _Retry(f"the server answered HTTP {response.status_code}: {_error_text(response)}")
     if response.status_code >= 400:
@@ -183,9 +209,13 @@ class RemoteTokenizer:
         self.model = model
         found: dict[str, int | None] = {}
         for token in tokens.SPECIAL_TOKENS:
-            ids = self._tokenize(token, special=True)
-            found[token] = ids[0] if len(ids) == 1 else None
+            found[token] = self.find_special(token)
         self.special_ids = check_special_ids(found, f"{http.base}/tokenize")
+
+    def find_special(self, token: str) -> int | None:
+        """The id of a special token's string, when the server's tokenizer has it as one token."""
+        ids = self._tokenize(token, special=True)
+        return ids[0] if len(ids) == 1 else None
 
     def _tokenize(self, text: str, special: bool = False) -> list[int]:
         payload = {"model": self.model, "prompt": text, "add_special_tokens": False}
@@ -243,43 +273,77 @@ class ServerBackend(Backend):
         timeout: float = 300.0,
         retries: int = 2,
         backoff: float = 0.5,
+        api_key: str | None = None,
+        served_model: str | None = None,
     ) -> None:
+        """``api_key``: sent as a bearer token (default: $VLLM_API_KEY, then $OPENAI_API_KEY).
+        ``served_model``: which of the server's models (or LoRA adapters) to prompt; needed
+        when it serves several."""
         if kind not in ("vllm", "fgserve"):
             raise ModelError(f"--server-kind {kind!r}: choose vllm or fgserve")
         check_url(url)
+        if served_model is not None and kind != "vllm":
+            raise ModelError("--served-model picks one of a vLLM server's models; fgserve serves one")
         base = url.rstrip("/")
         if kind == "vllm" and base.endswith("/v1"):
             base = base[:-3]
         self.kind = kind
         self.url = base
-        self.http = _Http(base, timeout, retries, backoff)
+        if api_key is None:
+            api_key = next((os.environ[v] for v in API_KEY_VARIABLES if os.environ.get(v)), None)
+        self.http = _Http(base, timeout, retries, backoff, api_key=api_key)
         self.model_name: str | None = None
         try:
             if kind == "vllm":
-                self.model_name = self._served_model()
+                self.model_name, self.context_length = self._served_model(served_model)
             if tokenizer:
-                self._tokens = load_tokenizer(tokenizer)
+                self._tokens = load_any_tokenizer(tokenizer)
             elif kind == "vllm":
                 self._tokens = RemoteTokenizer(self.http, self.model_name or "")
             else:
                 raise ModelError(
-                    "fgserve has no tokenize endpoint: pass --tokenizer PATH (a local Hugging Face tokenizer directory)"
+                    "fgserve has no tokenize endpoint: pass --tokenizer PATH (the checkpoint's "
+                    "tokenizer.model, 'cwm', or a Hugging Face tokenizer directory)"
                 )
+            self.special_ids = self._tokens.special_ids
+            self._eos_ids = {self.special_ids[tokens.END_OF_TEXT]} | self._end_ids()
         except ModelError:
             self.http.close()
             raise
-        self.special_ids = self._tokens.special_ids
-        self._eos_ids = {self.special_ids[tokens.END_OF_TEXT]}
         served = f" ({self.model_name})" if self.model_name else ""
         self.name = f"{kind} {base}{served}"
         self.description = f"{kind} server {base}{served}"
+        if kind == "fgserve":
+            self.description += " · greedy as temperature 1e-6"
 
-    def _served_model(self) -> str:
+    def _end_ids(self) -> set[int]:
+        """The ids of the model's own end tokens its tokenizer has (vLLM stops on them)."""
+        find = getattr(self._tokens, "find_special", None)
+        if find is None:
+            return set()
+        return {i for i in (find(token) for token in END_TOKENS) if i is not None}
+
+    def _served_model(self, wanted: str | None) -> tuple[str, int | None]:
+        """The model to prompt (``wanted``, or the only one served) and its context length
+        (vLLM's ``max_model_len``)."""
         data = self.http.get("/v1/models")
         models = data.get("data")
-        if not isinstance(models, list) or not models or not isinstance(models[0], dict) or "id" not in models[0]:
+        if not isinstance(models, list):
+            models = []
+        listed = [m for m in models if isinstance(m, dict) and isinstance(m.get("id"), str)]
+        if not listed:
             raise ModelError(f"{self.url}/v1/models: the server lists no model (is it an OpenAI-compatible server?)")
-        return str(models[0]["id"])
+        ids = [m["id"] for m in listed]
+        if wanted is not None:
+            if wanted not in ids:
+                raise ModelError(f"--served-model {wanted}: the server serves {_names(ids)}")
+            chosen = listed[ids.index(wanted)]
+        elif len(listed) == 1:
+            chosen = listed[0]
+        else:
+            raise ModelError(f"{self.url} serves {len(ids)} models ({_names(ids)}): pick one with --served-model NAME")
+        length = chosen.get("max_model_len")
+        return chosen["id"], length if isinstance(length, int) and length > 0 else None
 
     def encode(self, text: str) -> list[int]:
         return self._tokens.encode(text)
@@ -334,8 +398,6 @@ class ServerBackend(Backend):
             "spaces_between_special_tokens": False,
             "include_stop_str_in_output": True,
             "return_token_ids": True,
-            "logprobs": 1,
-            "return_tokens_as_token_ids": True,
         }
         if seed is not None:
             payload["seed"] = seed
@@ -363,18 +425,22 @@ class ServerBackend(Backend):
         return self._with_stop(ids, last, stops), _processed({"usage": usage}, len(prompt)), cancelled
 
     def _with_stop(self, ids: list[int], choice: dict, stops) -> list[int]:
-        """``ids`` with the stop token vLLM leaves out of its output put back."""
+        """``ids`` with the stop token vLLM leaves out of its output put back. An end token the
+        model wrote (``<|eot_id|>`` as much as ``<|end_of_text|>``) is kept as written; only a
+        stop on an end of text the answer does not show gets ``<|end_of_text|>``."""
         ids = list(ids)
         if choice.get("finish_reason") == "stop" and not (ids and (ids[-1] in stops or ids[-1] in self._eos_ids)):
             reason = choice.get("stop_reason")
             if isinstance(reason, int):
                 ids.append(reason)
             elif reason is None:
-                ids.append(self.eos_id)  # stopped on the model's end of text
+                ids.append(self.eos_id)  # stopped on the model's end of text, left out of the ids
         return ids
 
     # -- fgserve -----------------------------------------------------------------------------
     def _fgserve(self, prompt, stops, max_new_tokens, temperature, top_p):
+        if temperature <= 0.0:
+            temperature = FGSERVE_GREEDY_TEMPERATURE  # fgserve has no per-request greedy; 0 breaks it
         payload = {"prompt": prompt, "max_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p, "n": 1}
         by_id = {i: t for t, i in self.special_ids.items()}
         texts = [by_id[i] for i in stops if i in by_id]
@@ -398,7 +464,7 @@ def _first_choice(data: dict, where: str) -> dict:
     return choices[0]
 
 
-NEEDS_IDS = "the server needs vLLM's return_token_ids or return_tokens_as_token_ids"
+NEEDS_IDS = "cwmtui needs the generated token ids: a vLLM that takes return_token_ids (0.10.2 or newer)"
 
 
 def _choice_ids(choice: dict, where: str) -> list[int] | None:

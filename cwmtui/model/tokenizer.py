@@ -3,11 +3,14 @@ ids of the CWM special tokens looked up by their strings."""
 
 from __future__ import annotations
 
+import glob
+import json
 import os
 from typing import Sequence
 
+from ..extras import require
 from ..trace import tokens
-from .backend import ModelError, check_special_ids
+from .backend import ModelError, check_special_ids, check_text_stays_text
 
 
 class HFTokenizer:
@@ -18,6 +21,14 @@ class HFTokenizer:
         self.tokenizer = tokenizer
         self.where = where
         self.special_ids = self._find_special_ids()
+        check_text_stays_text(self, where)
+
+    def find_special(self, token: str) -> int | None:
+        """The id of a special token's string, when the tokenizer has it as one special token."""
+        token_id = self.tokenizer.convert_tokens_to_ids(token)
+        if not isinstance(token_id, int) or token_id == self.tokenizer.unk_token_id:
+            return None
+        return token_id
 
     def _find_special_ids(self) -> dict[str, int]:
         tokenizer = self.tokenizer
@@ -40,24 +51,64 @@ class HFTokenizer:
         return self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
 
+def refuse_custom_code(path: str, config_files: Sequence[str]) -> None:
+    """A model or tokenizer directory whose config asks transformers to import code from the
+    directory (``auto_map``) is refused here, before transformers reads anything: cwmtui never
+    runs a model directory's code (and passes ``trust_remote_code=False`` everywhere besides)."""
+    for name in config_files:
+        try:
+            with open(os.path.join(path, name), encoding="utf-8") as handle:
+                config = json.load(handle)
+        except (OSError, ValueError):
+            continue  # absent or unreadable: the loader that needs it says so
+        if isinstance(config, dict) and config.get("auto_map"):
+            code = sorted(os.path.basename(f) for f in glob.glob(os.path.join(path, "*.py")))
+            shipped = f" and ships {', '.join(code[:3])}" if code else ""
+            raise ModelError(
+                f"{path}: {name} asks to run the directory's own Python code (auto_map){shipped}; "
+                "cwmtui never runs code from a model directory: use a model whose architecture "
+                "transformers knows, or remove auto_map"
+            )
+
+
 def load_tokenizer(path: str) -> HFTokenizer:
     """A tokenizer from a local directory (offline), or ModelError."""
     if not os.path.exists(path):
         raise ModelError(f"{path}: no such tokenizer directory")
     if not os.path.isdir(path):
-        raise ModelError(f"{path}: not a directory (--tokenizer takes a Hugging Face tokenizer directory)")
+        raise ModelError(f"{path}: not a directory (--tokenizer takes a Hugging Face tokenizer directory, Meta's tokenizer.model, or 'cwm')")
+    refuse_custom_code(path, ("tokenizer_config.json", "config.json"))
+    require("transformers", "hf", "a Hugging Face tokenizer directory", ModelError)
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
     except Exception as exc:  # transformers raises many kinds here
         raise ModelError(f"{path}: cannot load the tokenizer: {first_line(exc)}") from None
     finally:
         hf_logging.set_verbosity(verbosity)
     return HFTokenizer(tokenizer, path)
+
+
+def load_any_tokenizer(spec: str):
+    """``--tokenizer``: ``cwm`` (CWM's own tokenizer from the llama-models package), Meta's
+    ``tokenizer.model`` (tiktoken BPE ranks; also a checkpoint directory that holds only that),
+    or a Hugging Face tokenizer directory."""
+    from .cwm_tokenizer import BUILTIN, CWMTokenizer
+
+    if spec == BUILTIN:
+        return CWMTokenizer(BUILTIN)
+    path = os.path.expanduser(spec)
+    if os.path.isfile(path):
+        return CWMTokenizer(path)
+    hf_files = ("tokenizer.json", "tokenizer_config.json")
+    meta = os.path.join(path, "tokenizer.model")
+    if os.path.isdir(path) and os.path.isfile(meta) and not any(os.path.isfile(os.path.join(path, f)) for f in hf_files):
+        return CWMTokenizer(meta)
+    return load_tokenizer(path)
 
 
 def byte_tokenizer():

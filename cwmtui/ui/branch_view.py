@@ -405,6 +405,7 @@ class SessionView:
     can_generate: bool = False
     origin: str = ""  # where the session came from: "live", "replay FILE#ID", "session FILE"
     engine: object | None = None  # the DebugSession behind this view, when there is one
+    lens_label: str = "the model's tokenizer"  # whose tokens the token lens shows
 
     def __post_init__(self) -> None:
         self._output_steps = [chunk.step for chunk in self.truth.output]
@@ -443,6 +444,7 @@ class SessionView:
             frame_tokens=getattr(options, "frame_tokens", 0) or 0,
             can_generate=backend is not None and bool(getattr(backend, "can_generate", False)),
             origin=origin, engine=session,
+            lens_label=getattr(backend, "lens_label", "the model's tokenizer"),
         )
         return view
 

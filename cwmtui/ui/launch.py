@@ -36,9 +36,10 @@ def check_model_directory(path: str) -> None:
     config.json, weights missing), made before the app starts."""
     from ..model import ModelError
     from ..model.hf import check_model_dir
+    from ..model.hub import model_directory
 
     try:
-        check_model_dir(path)
+        check_model_dir(model_directory(path))
     except ModelError as exc:
         raise LaunchError(f"--model {exc}") from None
 

@@ -178,7 +178,7 @@ class StatePanel(RenderedPanel):
         self.lenses = []
         for var in [v for v in rows if v.differs and v.string_valued][:LENS_LIMIT]:
             lens = self.view.lens(branch, row, var.name) if self.view is not None else None
-            label = "the model's tokenizer"
+            label = self.view.lens_label if self.view is not None else "the model's tokenizer"
             if lens is None:
                 lens = token_lens(var.expected, var.predicted, byte_pieces, in_locals=var.in_locals)
                 label = "characters (no tokenizer here)"
