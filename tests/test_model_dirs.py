@@ -203,3 +203,19 @@ def test_a_model_id_not_in_the_cache_is_one_line_and_downloads_nothing(tmp_path,
         open_backend(model="facebook/cwm")
     with pytest.raises(ModelError, match=r"^nothing/here/x: no such model directory$"):
         open_backend(model="nothing/here/x")
+
+
+def test_a_backend_warning_is_printed_by_diff(tmp_path, monkeypatch, capsys):
+    from cwmtui.cli import main
+    from cwmtui.model import backend as backend_module
+
+    def offloaded(args, progress=None):
+        backend = backend_module.open_bundled()
+        backend.warning = offload_warning({"model.layers.0": 0, "model.layers.1": "cpu"})
+        return backend
+
+    monkeypatch.setattr(backend_module, "backend_from_args", offloaded)
+    program = tmp_path / "p.py"
+    program.write_text("def f(x):  # << START_OF_TRACE\n    return x\n\nf(1)\n")
+    main(["diff", str(program), "--json"])
+    assert capsys.readouterr().err.startswith("1 of 2 parts of the model did not fit in GPU memory and run from cpu")

@@ -67,6 +67,7 @@ def run(args) -> int:
         check_output(args.save, "--save", (args.program, args.replay))
     try:
         backend = backend_from_args(args)
+        warn(backend.warning)
     except ModelError as exc:
         raise UsageError(str(exc)) from None
     with backend:

@@ -136,6 +136,7 @@ def run_suite(args) -> int:
             first = backend_from_args(args)
         except ModelError as exc:
             raise UsageError(str(exc)) from None
+        warn(first.warning)
         concurrency = args.concurrency
         if concurrency > 1 and not getattr(args, "server", None):
             warn(f"cwmtui eval: --concurrency {concurrency} needs a server backend; a local model runs one program at a time")

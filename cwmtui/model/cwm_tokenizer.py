@@ -89,8 +89,9 @@ class CWMTokenizer:
     ``decode`` writes the special ids as their strings and leaves out ids no token has."""
 
     def __init__(self, path: str) -> None:
-        tiktoken = require("tiktoken", "cwm-tokenizer", "Meta's tokenizer.model", ModelError)
         self.path = path if path != BUILTIN else builtin_path()
+        what = "--tokenizer cwm" if path == BUILTIN else "Meta's tokenizer.model"
+        tiktoken = require("tiktoken", "cwm-tokenizer", what, ModelError)
         self.where = path
         ranks = read_ranks(self.path)
         self._special = special_tokens()

@@ -108,6 +108,16 @@ class WorkFailed(Message):
         super().__init__()
 
 
+class Notice(Message):
+    """Something the user should know that is not a failure (e.g. a model partly offloaded to
+    the CPU): a warning toast."""
+
+    def __init__(self, title: str, message: str) -> None:
+        self.title = title
+        self.message = message
+        super().__init__()
+
+
 # -- the main screen ------------------------------------------------------------------------
 
 _STEP = Binding.Group("step")
@@ -674,6 +684,9 @@ class DebuggerScreen(Screen):
             self.app.push_screen(ErrorScreen(message.title, message.message + "\n\nThe app closes now."), leave)
         else:
             self.notify(message.message, title=message.title, severity="error", timeout=8)
+
+    def on_notice(self, message: Notice) -> None:
+        self.notify(message.message, title=message.title, severity="warning", timeout=12)
 
 
 # -- the app --------------------------------------------------------------------------------

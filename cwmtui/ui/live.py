@@ -13,7 +13,7 @@ from typing import Callable
 
 from ..interpreter import Limits, Program
 from ..trace import Frame, Status
-from .app import Activity, BranchFinished, BranchStarted, CwmApp, FramesArrived, SessionReady, WorkDone, WorkFailed
+from .app import Activity, BranchFinished, BranchStarted, CwmApp, FramesArrived, Notice, SessionReady, WorkDone, WorkFailed
 from .branch_view import BranchView, SessionView, badge_for, describe_intervention
 
 #: open_model(progress) -> Backend; progress(stage, fraction or None)
@@ -202,6 +202,8 @@ class LiveSession:
             self._post(Activity(""))
             return False
         session.backend = backend
+        if getattr(backend, "warning", None):
+            self._post(Notice("the model", backend.warning))
         self.app.no_model_reason = ""
         if not getattr(backend, "can_generate", True):
             from ..model.backend import REPLAY_OVERRIDE
