@@ -234,3 +234,12 @@ def test_a_small_byte_llama_opens_without_torch_or_transformers_with_the_same_lo
             "b.complete([259, 70], [], 4)\nprint('transformers' in sys.modules, 'torch' in sys.modules, type(b).__name__)\n")
     run = subprocess.run([sys.executable, "-c", code, str(model_dir)], capture_output=True, text=True)
     assert run.stdout.split() == ["False", "False", "LeanBackend"], run.stderr
+
+
+def test_server_options_without_a_server_are_refused_before_the_app_starts(tmp_path, capsys):
+    from cwmtui.cli import main
+
+    program = tmp_path / "p.py"
+    program.write_text("def f(x):  # << START_OF_TRACE\n    return x\n\nf(1)\n")
+    assert main([str(program), "--api-key", "k"]) == 2
+    assert capsys.readouterr().err.strip() == "cwmtui: error: --api-key is for --server URL; there is no --server"

@@ -109,6 +109,9 @@ def check_model(args) -> None:
     from ..model import bundled_problem
     from ..ui.launch import check_model_directory
 
+    for option, value in (("--api-key", args.api_key), ("--served-model", args.served_model)):
+        if value is not None and not args.server:
+            raise UsageError(f"{option} is for --server URL; there is no --server")
     if args.model not in (None, "bundled"):
         check_model_directory(args.model)
     elif args.server:
