@@ -492,3 +492,42 @@ def test_the_loss_curve_keeps_a_warm_starts_history(tmp_path):
     curve = loss_curve(str(tmp_path), points=8)
     assert curve[0] == [10.0, 0.9] and [20.0, 0.5] in curve
     assert curve[-1] == [46.38, 0.1] and len(curve) <= 8
+
+
+class _RunsCode:
+    """Unpickling this calls os.system: what a crafted checkpoint.pt would do."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_crafted_checkpoint_cannot_run_code_and_is_one_line(tmp_path, capsys):
+    import torch
+
+    from cwmtui.cli import main
+
+    marker = tmp_path / "code-ran"
+    run = tmp_path / "run"
+    run.mkdir()
+    torch.save({"model": {}, "state": {}, "size": "small", "evil": _RunsCode(str(marker))}, run / "checkpoint.pt")
+    for argv in (["train", "--resume", str(run), "--export", str(tmp_path / "out")], ["train", "--resume", str(run), "--steps", "1"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "refused: it holds objects other than tensors and plain data" in err
+    assert not marker.exists()
+
+
+def test_a_damaged_checkpoint_is_one_line(tmp_path, capsys):
+    from cwmtui.cli import main
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "checkpoint.pt").write_bytes(b"PK\x03\x04 not really a zip")
+    assert main(["train", "--resume", str(run), "--export", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"cwmtui: error: {run / 'checkpoint.pt'}: damaged, not a checkpoint") and err.count("\n") == 1

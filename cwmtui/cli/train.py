@@ -67,6 +67,15 @@ def run(args) -> int:
 
     for module in ("torch", "transformers", "safetensors"):
         require(module, "train", "cwmtui train", UsageError)
+    from ..training.loop import CheckpointError
+
+    try:
+        return _train(args)
+    except CheckpointError as exc:  # a damaged or foreign checkpoint (--resume, --export, --card)
+        raise UsageError(str(exc)) from None
+
+
+def _train(args) -> int:
     from ..training.loop import TrainOptions, export_checkpoint, train
 
     # the command prints its own progress; transformers' bars for loading and saving one small

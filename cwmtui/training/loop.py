@@ -141,13 +141,40 @@ def save_checkpoint(path: str, model, optimizer, state: dict, opts: TrainOptions
     os.replace(tmp, os.path.join(path, CHECKPOINT))
 
 
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be loaded, in one line."""
+
+
 def load_checkpoint(path: str):
+    """A checkpoint of ``cwmtui train``: tensors and plain data only (``weights_only``), so a
+    crafted file cannot run code; a damaged or foreign one is a :class:`CheckpointError`."""
+    import pickle
+    import zipfile
+
     import torch
 
     file = path if path.endswith(".pt") else os.path.join(path, CHECKPOINT)
     if not os.path.exists(file):
         raise FileNotFoundError(f"{path}: no checkpoint ({CHECKPOINT}) there")
-    return torch.load(file, map_location="cpu", weights_only=False)
+    try:
+        checkpoint = torch.load(file, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        if "weights only" in str(exc).lower() or "weights_only" in str(exc):
+            raise CheckpointError(
+                f"{file}: refused: it holds objects other than tensors and plain data "
+                "(code could run on loading it; a checkpoint of cwmtui train holds none)"
+            ) from None
+        raise CheckpointError(f"{file}: damaged, not a checkpoint ({_first_line(exc)})") from None
+    except (RuntimeError, EOFError, OSError, ValueError, KeyError, AttributeError, zipfile.BadZipFile) as exc:
+        raise CheckpointError(f"{file}: damaged, not a checkpoint ({_first_line(exc)})") from None
+    if not isinstance(checkpoint, dict) or not {"model", "state", "size"} <= set(checkpoint):
+        raise CheckpointError(f"{file}: not a checkpoint of cwmtui train (no model, state and size in it)")
+    return checkpoint
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:160]
 
 
 def model_from_checkpoint(path: str):
