@@ -157,9 +157,25 @@ def test_the_kv_cache_counts_in_the_fit_check():
     spare they no longer do on one GPU, so the layers are spread and the cache has room."""
     kv = 256 * 1024 * 12288
     assert plan_placement(0, [74 * GIB], weights=65 * GIB, kv_cache=0).device_map == {"": 0}
-    plan = plan_placement(0, [74 * GIB, 74 * GIB], weights=65 * GIB, kv_cache=kv)
+    plan = plan_placement(0, [74 * GIB, 74 * GIB], weights=65 * GIB, kv_cache=kv, host_free=100 * GIB)
     assert plan.device_map == "auto" and plan.label == "2 GPU(s) (device_map=auto)"
-    assert plan.max_memory == {i: int(74 * GIB * 0.9) - kv // 2 for i in (0, 1)}
+    assert plan.max_memory == {0: int(74 * GIB * 0.9) - kv // 2, 1: int(74 * GIB * 0.9) - kv // 2, "cpu": int(100 * GIB * 0.9)}
+
+
+def test_layers_that_do_not_fit_the_gpus_go_to_the_cpu_before_the_disk():
+    """accelerate's own map with the budget cwmtui gives it: the overflow lands in host memory."""
+    import torch
+    from accelerate import infer_auto_device_map, init_empty_weights
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_layers=8, num_attention_heads=4)
+    with init_empty_weights():
+        model = LlamaForCausalLM(config)
+    weights = sum(p.numel() * 2 for p in model.parameters())
+    plan = plan_placement(0, [weights // 3], weights=weights, kv_cache=0, host_free=10 * weights)
+    placed = infer_auto_device_map(model, max_memory=plan.max_memory, dtype=torch.bfloat16)
+    assert set(placed.values()) == {0, "cpu"}  # none on disk while the host has room
+    assert offload_warning(placed).endswith("run from cpu: decoding will be many times slower (free GPU memory, lower --token-budget, or serve the model with vLLM)")
 
 
 def test_offloading_to_cpu_or_disk_is_said_in_one_line():

@@ -465,10 +465,11 @@ def test_the_api_key_is_sent_from_the_option_or_the_environment(vllm, program, t
 
 def test_a_server_that_wants_a_key_says_so_in_one_line(vllm, monkeypatch):
     monkeypatch.delenv("VLLM_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-another-service")  # never sent to a --server
     vllm.api_key = "s3cret"
-    with pytest.raises(ModelError, match=r"wants an API key \(HTTP 401\): pass --api-key KEY or set VLLM_API_KEY or OPENAI_API_KEY$"):
+    with pytest.raises(ModelError, match=r"wants an API key \(HTTP 401\): pass --api-key KEY or set VLLM_API_KEY$"):
         quick(vllm.url)
+    assert all("Authorization" not in h for h in vllm.headers)
     with pytest.raises(ModelError, match=r"refused the API key \(HTTP 401\)"):
         quick(vllm.url, api_key="wrong")
     assert len(vllm.requests) == 2  # a refused key is not retried
@@ -520,3 +521,45 @@ def test_an_eot_stop_is_kept_as_the_model_wrote_it(vllm, program, truth, stream)
         last = backend.complete(vllm.script[:-1], [FRAME_SEP], 16, cancel=cancel)
     assert rollout.frames == truth.frames
     assert last.ids == [EOT] and last.stopped == "eos"
+
+
+@pytest.mark.parametrize("key", ["abc\r", " abc\n"])
+def test_a_key_with_a_line_end_is_sent_without_it(vllm, key):
+    vllm.api_key = "abc"
+    with quick(vllm.url, api_key=key) as backend:
+        assert backend.model_name == "facebook/cwm"
+
+
+@pytest.mark.parametrize("key", ["clé-secrète", "ab\x00cd"])
+def test_a_key_no_header_can_carry_is_one_line_that_does_not_repeat_it(vllm, key):
+    with pytest.raises(ModelError) as caught:
+        quick(vllm.url, api_key=key)
+    assert "cannot carry" in str(caught.value) and key not in str(caught.value)
+
+
+def test_fgserve_takes_no_key_and_none_is_sent_to_it(monkeypatch, tokenizer_dir):
+    server = FakeServer("fgserve")
+    monkeypatch.setenv("VLLM_API_KEY", "s3cret")
+    try:
+        with pytest.raises(ModelError, match="--api-key is for a vLLM server; fgserve takes no key"):
+            quick(server.url, kind="fgserve", tokenizer=tokenizer_dir, api_key="k")
+        server.script = [1, 2, 3, FRAME_SEP]
+        with quick(server.url, kind="fgserve", tokenizer=tokenizer_dir) as backend:
+            assert backend.complete([1, 2, 3], [FRAME_SEP], 1).ids == [FRAME_SEP]
+    finally:
+        server.close()
+    assert all("Authorization" not in h for h in server.headers)
+
+
+def test_credentials_in_the_url_are_sent_as_basic_auth_and_shown_nowhere(vllm):
+    url = vllm.url.replace("http://", "http://ann:pa%40ss@")
+    with quick(url) as backend:
+        assert "pa%40ss" not in backend.name + backend.description + backend.url
+        assert backend.url == vllm.url
+    import base64
+
+    assert vllm.headers[0]["Authorization"] == "Basic " + base64.b64encode(b"ann:pa@ss").decode()
+    vllm.close()
+    with pytest.raises(ModelError) as caught:
+        quick(url, retries=0)
+    assert "pa%40ss" not in str(caught.value) and "ann" not in str(caught.value)

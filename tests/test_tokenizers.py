@@ -53,7 +53,7 @@ def test_ids_no_token_has_decode_to_nothing(meta_file):
 @pytest.mark.parametrize("content, message", [
     (b"not base64 at all!\n", r":1: not a tiktoken BPE file"),
     (b"", r"empty, not a tiktoken BPE file"),
-    (base64.b64encode(b"a") + b" 128500\n", r"ranks reach 128500, into CWM's special ids"),
+    (base64.b64encode(b"a") + b" 0\n", r"1 BPE ranks, not the 128,000 of CWM's \(Llama 3\) tokenizer"),
 ])
 def test_a_file_that_is_not_metas_tokenizer_is_one_line(tmp_path, content, message):
     path = tmp_path / "tokenizer.model"
@@ -108,5 +108,5 @@ def test_the_lens_tokenizer_splits_the_bundled_models_values_in_cwm_tokens():
 
 
 def test_a_bad_lens_tokenizer_is_one_line_before_the_model_loads(tmp_path):
-    with pytest.raises(ModelError, match="no such tokenizer directory"):
+    with pytest.raises(ModelError, match="no such file or directory"):
         open_backend(model=str(tmp_path / "never-opened"), lens_tokenizer=str(tmp_path / "missing"))

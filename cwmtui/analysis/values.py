@@ -35,14 +35,6 @@ def literal(text: str | None):
         return _UNSET
 
 
-def printable(text: str) -> str:
-    """Model text as data: control and unprintable characters escaped (an ESC the model wrote must
-    not reach the terminal, a tab or newline must not break a row), never interpreted."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-
-
 def type_name(text: str | None) -> str:
     """The type of the value a repr shows: ``str``, ``int``, ``list``, ... (``object`` when unknown)."""
     if text is None:

@@ -36,7 +36,9 @@ class UsageError(Exception):
 
 
 def fail(message: str, code: int = 2) -> int:
-    print(f"cwmtui: error: {message}", file=sys.stderr)
+    from ..terminal import printable  # a file name, a server's error body: data, never obeyed
+
+    print(f"cwmtui: error: {printable(message)}", file=sys.stderr)
     return code
 
 

@@ -12,7 +12,7 @@ import json
 import sys
 
 from ..interpreter import Interpreter
-from ..analysis.values import printable
+from ..terminal import printable, printable_block
 from ..trace import Event, Status, tokens
 from . import UsageError
 from .options import Parser, add_limit_options, check_called, check_output, limits_from, program_from, warn
@@ -103,7 +103,7 @@ def run(args) -> int:
         else:
             _print_rich(session, branch, extra, args)
     if truth.status.kind not in (Status.COMPLETE, Status.RAISED):
-        print(f"cwmtui: the interpreter's trace is partial: {truth.status.describe()}", file=sys.stderr)
+        print(printable(f"cwmtui: the interpreter's trace is partial: {truth.status.describe()}"), file=sys.stderr)
     return 0 if branch.comparison.verdict == "agree" else 1
 
 
@@ -163,16 +163,17 @@ _KIND_STYLE = {
 
 
 def _print_rich(session, branch, extra, args) -> None:
-    from rich.console import Console
     from rich.text import Text
 
-    console = Console(highlight=False)
+    from .console import TerminalConsole
+
+    console = TerminalConsole()
     comparison = branch.comparison
     condition = "teacher-forced" if args.teacher_force else "free-running"
     console.print(
         Text.assemble(
-            ("program ", "dim"), (session.program.path, "bold"), ("  model ", "dim"),
-            (session.model_description or session.model_name or "?", "bold"),
+            ("program ", "dim"), (printable(session.program.path), "bold"), ("  model ", "dim"),
+            (printable(session.model_description or session.model_name or "?"), "bold"),
             ("  rollout ", "dim"), (condition, "bold"),
         )
     )
@@ -185,7 +186,7 @@ def _print_rich(session, branch, extra, args) -> None:
         if extra.recovery is not None:
             console.print(Text("recovery: " + extra.recovery.describe(), style="bold green" if extra.recovery.recovered_at is not None else "bold red"))
             if extra.recovery.first_divergence is not None:
-                console.print(Text(extra.recovery.first_divergence.explanation))
+                console.print(Text(printable_block(extra.recovery.first_divergence.explanation)))
 
 
 def _print_summary(console, session, branch) -> None:
@@ -198,7 +199,7 @@ def _print_summary(console, session, branch) -> None:
         return
     first = comparison.first_divergence
     console.print(Text.assemble(("first divergence: ", "bold"), (f"step {first.step}", "bold red"), (f" · {first.kind} · {first.regime}", "bold"), ("   " + tokens_line, "dim")))
-    console.print(Text(first.explanation))
+    console.print(Text(printable_block(first.explanation)))
     if first.string_valued:
         lens = session.lens(branch) if _lens_is_meaningful(session) else None
         if lens is not None:
@@ -220,7 +221,7 @@ def lens_text(lens, model: str):
     for label, pieces in (("  expected  ", lens.expected), ("  predicted ", lens.predicted)):
         text.append(label, style="dim")
         for piece in pieces:
-            text.append(piece.text.replace("\n", "\\n"), style="bold white on red" if piece.differs else "reverse dim")
+            text.append(printable(piece.text), style="bold white on red" if piece.differs else "reverse dim")
             text.append("│", style="dim")
         text.append("\n")
     return text

@@ -7,6 +7,8 @@ import sys
 import threading
 
 from . import UsageError
+from ..terminal import printable
+from .console import TerminalConsole
 from .options import Parser, check_output, warn
 
 SUITE_HELP = "cruxeval, s5, zoo, a directory of .py files, or a JSONL of {id, program | code+input}"
@@ -80,7 +82,6 @@ def run(args) -> int:
 
 
 def run_suite(args) -> int:
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from ..analysis.report import aggregate
@@ -152,7 +153,7 @@ def run_suite(args) -> int:
         out = open(args.out, "w", encoding="utf-8") if args.out is not None else None
     except OSError as exc:
         raise UsageError(f"--out {args.out}: cannot write it ({exc.strerror or exc})") from None
-    console = Console(stderr=True)
+    console = TerminalConsole(stderr=True)
     columns = [
         TextColumn("{task.description:<13}"),
         BarColumn(),
@@ -208,12 +209,12 @@ def run_suite(args) -> int:
             backend.close()
     failed = batch.failed if batch is not None else []
     for line in failed[:5]:
-        print(f"cwmtui eval: failed {line}", file=sys.stderr)
+        print(printable(f"cwmtui eval: failed {line}"), file=sys.stderr)
     if len(failed) > 5:
-        print(f"cwmtui eval: {len(failed) - 5} more programs failed" + (f" (all are in {args.out})" if args.out else ""), file=sys.stderr)
+        print(printable(f"cwmtui eval: {len(failed) - 5} more programs failed" + (f" (all are in {args.out})" if args.out else "")), file=sys.stderr)
     if batch is not None and batch.errors:
         for error in batch.errors[:5]:
-            print(f"cwmtui: error: {error}", file=sys.stderr)
+            print(printable(f"cwmtui: error: {error}"), file=sys.stderr)
         if finished:
             print(f"cwmtui: the report below covers the {len(finished)} programs done before it stopped", file=sys.stderr)
             show(aggregate(finished, suite.name), args)
@@ -250,10 +251,9 @@ def show(report: dict, args) -> None:
     if args.json:
         print(json.dumps(report, sort_keys=False))
         return
-    from rich.console import Console
-
     from ..evaluation.tables import report_renderables
+    from .console import TerminalConsole
 
-    Console().print(report_renderables(report))
+    TerminalConsole().print(report_renderables(report))
     if args.plot:
         print(f"plot: {args.plot}", file=sys.stderr)

@@ -8,6 +8,7 @@ import os
 import sys
 
 from ..interpreter import Limits, Program, ProgramError, load_program
+from ..terminal import printable
 from ..trace import Status, Trace
 from . import UsageError
 
@@ -79,4 +80,4 @@ def check_called(trace: Trace, program: Program) -> None:
 
 def warn(message: str | None) -> None:
     if message:
-        print(message, file=sys.stderr)
+        print(printable(message), file=sys.stderr)

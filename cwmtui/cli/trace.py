@@ -6,6 +6,7 @@ import json
 import sys
 
 from ..interpreter import Interpreter
+from ..terminal import printable, printable_block
 from ..trace import Status, Trace, render_trace
 from .options import Parser, add_limit_options, add_program_options, check_called, limits_from, program_from, warn
 
@@ -32,12 +33,15 @@ def run(args) -> int:
         trace = interpreter.trace(program, limits)
     check_called(trace, program)
     out = sys.stdout
+    terminal = out.isatty()
     if args.format == "cwm":
         whole = trace.status.kind in (Status.COMPLETE, Status.RAISED)
-        out.write(render_trace(program.source, trace.frames, end=whole))
-        if out.isatty():  # piped, the text is exactly the document (it parses back as is)
-            out.write("\n")
+        text = render_trace(program.source, trace.frames, end=whole)
+        # piped, the text is exactly the document (it parses back as is); on a terminal the
+        # program's own characters are shown, never obeyed
+        out.write(printable_block(text) + "\n" if terminal else text)
     elif args.format == "json":
+        # ASCII JSON: a C1 control or a bidi override in a value is an escape, on a terminal or not
         for step, frame in enumerate(trace.frames):
             out.write(json.dumps({
                 "step": step,
@@ -52,11 +56,9 @@ def run(args) -> int:
         out.write(json.dumps({**trace.status.to_json(), "frames": len(trace.frames), "stdout": trace.stdout, "stderr": trace.stderr}) + "\n")
     else:
         from ..tables import trace_table  # rich, imported only for the table
+        from .console import TerminalConsole
 
-        from rich.console import Console
-
-        console = Console()
-        console.print(trace_table(trace))
+        TerminalConsole().print(trace_table(trace))
     if not trace.status.ok:
-        print(f"cwmtui: trace {trace.status.describe()}", file=sys.stderr)
+        print(printable(f"cwmtui: trace {trace.status.describe()}"), file=sys.stderr)
     return exit_code(trace)

@@ -44,6 +44,26 @@ def version_warning() -> str | None:
     return None
 
 
+def json_keys(keys: tuple) -> tuple:
+    """The locals' names as the trace's JSON object holds them: a program can put other keys
+    into ``locals()`` (``locals()[42] = "x"``); they become the text ``json.dumps`` would
+    write (``"42"``), or their repr where JSON has none (a tuple key). Names are almost always
+    all text: one C-speed join checks that."""
+    try:
+        "".join(keys)
+        return keys
+    except TypeError:
+        return tuple(_json_key(key) for key in keys)
+
+
+def _json_key(key) -> str:
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps({key: 0})[2:-5]  # json's own spelling: true, null, 1.5, Infinity
+    return repr(key)
+
+
 def clean_repr(text: str) -> str:
     """Strip memory addresses from default reprs (spec §4.2)."""
     return _ADDRESS.sub("", text) if _ADDRESS_MARK in text else text
@@ -92,15 +112,15 @@ class TraceBuilder:
             if kind == LINE:
                 if len(record) == 3:  # a copy of the locals, all of child.SIMPLE_TYPES: repr them here
                     _, lineno, snap = record
-                    resolved = plain_locals((*snap,), (*snap.values(),))
+                    resolved = plain_locals(json_keys((*snap,)), (*snap.values(),))
                 else:
                     _, lineno, keys, values = record
                     if type(values) is tuple:  # the values themselves (the C line tracer)
-                        resolved = plain_locals(keys, values)
+                        resolved = plain_locals(json_keys(keys), values)
                     else:
                         if _ADDRESS_MARK in "".join(values):
                             values = map(clean_repr, values)
-                        resolved = dict(zip(keys, values))
+                        resolved = dict(zip(json_keys(keys), values))
                 frame = Frame(
                     line,
                     actions[lineno - 1] if 1 <= lineno <= count else "\n",
@@ -113,12 +133,12 @@ class TraceBuilder:
             elif kind == CALL:
                 if len(record) == 4:
                     _, lineno, name, snap = record
-                    resolved = plain_locals((*snap,), (*snap.values(),))
+                    resolved = plain_locals(json_keys((*snap,)), (*snap.values(),))
                 else:
                     _, lineno, name, keys, values = record
                     if _ADDRESS_MARK in "".join(values):
                         values = map(clean_repr, values)
-                    resolved = dict(zip(keys, values))
+                    resolved = dict(zip(json_keys(keys), values))
                 frame = Frame(
                     call,
                     actions[lineno - 1] if 1 <= lineno <= count else "\n",

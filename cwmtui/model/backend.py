@@ -258,7 +258,7 @@ def add_model_options(parser: argparse.ArgumentParser, bundled_by_default: bool 
     group.add_argument("--device", type=_device, default="auto", metavar="auto|cpu|cuda|cuda:N", help="where a --model runs (default auto: the GPU when there is one; bf16 on GPU, fp32 on CPU)")
     group.add_argument("--server", metavar="URL", help="an OpenAI-compatible server instead of a local model, e.g. http://localhost:8000 (vllm serve facebook/cwm)")
     group.add_argument("--server-kind", choices=("vllm", "fgserve"), default="vllm", help="the server's protocol: vllm (/v1/completions, the default) or fgserve (Meta's /completions)")
-    group.add_argument("--api-key", metavar="KEY", help="the API key of a --server started with 'vllm serve --api-key' (default: $VLLM_API_KEY, then $OPENAI_API_KEY)")
+    group.add_argument("--api-key", metavar="KEY", help="the API key of a --server started with 'vllm serve --api-key' (default: $VLLM_API_KEY; never $OPENAI_API_KEY)")
     group.add_argument("--served-model", metavar="NAME", help="which model (or LoRA adapter) of a --server serving several to prompt")
     group.add_argument("--tokenizer", metavar="PATH|cwm", help="for --server (default: the server's /tokenize endpoint) or --replay token counts: Meta's tokenizer.model, a Hugging Face tokenizer directory, or 'cwm' (CWM's own tokenizer, the cwm-tokenizer extra)")
     group.add_argument("--lens-tokenizer", metavar="cwm|PATH", help="split values in the token lens with this tokenizer instead of the model's: 'cwm' (CWM's own BPE, the cwm-tokenizer extra: the string-valued-state analysis in CWM's tokens, beside the byte-level bundled model or a replay), Meta's tokenizer.model, or a Hugging Face tokenizer directory")

@@ -68,8 +68,10 @@ def read_ranks(path: str) -> dict[bytes, int]:
         ) from None
     if not ranks:
         raise ModelError(f"{path}: empty, not a tiktoken BPE file")
-    if max(ranks.values()) >= FIRST_SPECIAL:
-        raise ModelError(f"{path}: ranks reach {max(ranks.values())}, into CWM's special ids (from {FIRST_SPECIAL}): not CWM's tokenizer")
+    if len(ranks) != FIRST_SPECIAL or max(ranks.values()) != FIRST_SPECIAL - 1:
+        # CWM's special ids start right after the 128,000 ranks of the Llama 3 BPE: any other
+        # file would put them elsewhere
+        raise ModelError(f"{path}: {len(ranks):,} BPE ranks, not the 128,000 of CWM's (Llama 3) tokenizer")
     return ranks
 
 

@@ -156,17 +156,33 @@ class Placement:
     label: str
 
 
-def plan_placement(index: int, free: Sequence[int], weights: int, kv_cache: int) -> Placement:
+def plan_placement(index: int, free: Sequence[int], weights: int, kv_cache: int, host_free: int = 0) -> Placement:
     """Load straight onto GPU ``index`` when the weights and the KV cache fit in its free
     memory (with 10% to spare); else let accelerate spread the layers over every GPU, leaving
-    each its share of the cache (and, when even that is not enough, CPU and disk: see
+    each its share of the cache, then over the host's free memory, then disk (see
     :func:`offload_warning`). Sizes in bytes; ``free`` per GPU."""
     need = weights + kv_cache
     if need * 1.1 <= free[index]:
         return Placement({"": index}, None, f"cuda:{index}")
     share = kv_cache // max(len(free), 1)
-    budget = {i: max(int(room * 0.9) - share, 0) for i, room in enumerate(free)}
+    budget: dict = {i: max(int(room * 0.9) - share, 0) for i, room in enumerate(free)}
+    budget["cpu"] = int(host_free * 0.9)  # without it accelerate would skip the CPU for the disk
     return Placement("auto", budget, f"{len(free)} GPU(s) (device_map=auto)")
+
+
+def host_free_memory() -> int:
+    """Bytes of host memory available now (Linux: MemAvailable; elsewhere the free pages)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 0
 
 
 def offload_warning(device_map: dict | None) -> str | None:
@@ -308,7 +324,8 @@ class TransformersBackend(Backend):
                 require("accelerate", "hf", f"loading a model straight onto {target}", ModelError)
                 free = [torch.cuda.mem_get_info(i)[0] for i in range(torch.cuda.device_count())]
                 plan = plan_placement(
-                    target.index or 0, free, weight_bytes(files, 2), kv_bytes_per_token(config) * cache_tokens
+                    target.index or 0, free, weight_bytes(files, 2), kv_bytes_per_token(config) * cache_tokens,
+                    host_free_memory(),
                 )
                 load_kwargs["device_map"] = plan.device_map
                 if plan.max_memory is not None:
@@ -339,7 +356,7 @@ class TransformersBackend(Backend):
         params = sum(p.numel() for p in model.parameters())
         self._lean = _lean_decoder(model, target, dtype, params) if lean is not False else None
         kind = "bf16" if dtype == torch.bfloat16 else "fp32"
-        label = "bundled byte CWM" if name == "bundled" else os.path.basename(os.path.normpath(path))
+        label = model_label(path, name)
         self.description = f"{label} · {_size(params)} params · {placement} · {kind}"
         if self._lean is not None:
             self.description += " · lean decoder"
@@ -521,6 +538,16 @@ class TransformersBackend(Backend):
     def close(self) -> None:
         self.reset()
         self.model = None
+
+
+def model_label(path: str, name: str | None) -> str:
+    """What the status bar calls a model: the bundled one by that name, a model id
+    (``facebook/cwm``) as given, a directory by its folder's name."""
+    if name == "bundled":
+        return "bundled byte CWM"
+    if name and name != path and not os.path.isabs(name):
+        return name  # a model id found in the Hugging Face cache, not the snapshot's hash
+    return os.path.basename(os.path.normpath(path))
 
 
 def eos_ids(special_ids: dict[str, int], declared) -> set[int]:

@@ -19,8 +19,9 @@ _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 def model_directory(spec: str) -> str:
     """``--model``'s directory: the path itself when it exists, else the cached snapshot of a
     model id such as ``facebook/cwm``."""
-    if os.path.exists(os.path.expanduser(spec)):
-        return spec
+    path = os.path.expanduser(spec)
+    if os.path.exists(path):
+        return path
     return cached_model_dir(spec)
 
 

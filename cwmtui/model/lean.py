@@ -18,7 +18,7 @@ import numpy as np
 
 from .backend import ModelError, Progress
 from .byte_tokenizer import ByteTokenizer
-from .hf import TransformersBackend, _size, check_model_dir, eos_ids, read_json
+from .hf import TransformersBackend, _size, check_model_dir, eos_ids, model_label, read_json
 from .tokenizer import first_line
 
 _MAX_PARAMS = 50_000_000  # beyond this, transformers' batched kernels are worth their import
@@ -96,7 +96,7 @@ class LeanBackend(TransformersBackend):
         self._cached: list[int] = []
         self._logits = None
         params = self._lean.parameters
-        label = "bundled byte CWM" if name == "bundled" else os.path.basename(os.path.normpath(path))
+        label = model_label(path, name)
         self.description = f"{label} · {_size(params)} params · cpu · fp32 · lean decoder"
         report("ready", 1.0)
 

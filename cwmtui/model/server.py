@@ -26,16 +26,16 @@ import json
 import os
 import time
 from typing import Sequence
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from ..trace import tokens
 from .backend import Backend, Completion, ModelError, check_special_ids, is_cancelled
 from .tokenizer import load_any_tokenizer
 
 _RETRY_STATUS = {408, 429, 500, 502, 503, 504}
-#: where the API key comes from when --api-key is not given, in this order (vllm serve
-#: --api-key reads VLLM_API_KEY; OpenAI clients read OPENAI_API_KEY)
-API_KEY_VARIABLES = ("VLLM_API_KEY", "OPENAI_API_KEY")
+#: where the API key comes from when --api-key is not given (what ``vllm serve`` reads). Not
+#: OPENAI_API_KEY: that secret belongs to another service and must not go to any --server.
+API_KEY_VARIABLE = "VLLM_API_KEY"
 #: fgserve samples unless it was started with gen_args.use_sampling=false, and divides the logits
 #: by the request's temperature: 0 gives NaN and kills its generation loop. This temperature
 #: makes its sampling pick the largest logit (the softmax is one-hot in float32), i.e. greedy
@@ -53,13 +53,21 @@ class _Http:
         import httpx
 
         self._httpx = httpx
+        # a user:password in the URL is sent as basic auth, and kept out of every message
+        parts = urlsplit(base)
+        auth = None
+        if "@" in parts.netloc:
+            userinfo, host = parts.netloc.rsplit("@", 1)
+            user, _, password = userinfo.partition(":")
+            auth = (unquote(user), unquote(password))
+            base = parts._replace(netloc=host).geturl()
         self.base = base
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
         self.api_key = api_key
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.client = httpx.Client(timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)), headers=headers)
+        self.client = httpx.Client(timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)), headers=headers, auth=auth)
 
     def post(self, path: str, payload: dict) -> dict:
         return self.request("POST", path, payload)
@@ -104,7 +112,8 @@ class _Http:
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
             raise _Retry("the server dropped the connection") from None
         except httpx.HTTPError as exc:
-            raise _Retry(f"request failed ({type(exc).__name__}: {exc})") from None
+            text = str(exc).replace(self.api_key, "***") if self.api_key else str(exc)
+            raise _Retry(f"request failed ({type(exc).__name__}: {text})") from None
 
     def _once(self, method: str, url: str, payload: dict | None) -> dict:
         with self._transport():
@@ -155,10 +164,9 @@ class _Retry(Exception):
 def _check_status(url: str, response, api_key: str | None = None) -> None:
     if response.status_code in (401, 403):
         if api_key:
-            raise ModelError(f"{url}: the server refused the API key (HTTP {response.status_code}): check --api-key or {API_KEY_VARIABLES[0]}")
+            raise ModelError(f"{url}: the server refused the API key (HTTP {response.status_code}): check --api-key or ${API_KEY_VARIABLE}")
         raise ModelError(
-            f"{url}: the server wants an API key (HTTP {response.status_code}): pass --api-key KEY "
-            f"or set {' or '.join(API_KEY_VARIABLES)}"
+            f"{url}: the server wants an API key (HTTP {response.status_code}): pass --api-key KEY or set {API_KEY_VARIABLE}"
         )
     if response.status_code in _RETRY_STATUS:
         raise _Retry(f"the server answered HTTP {response.status_code}: {_error_text(response)}")
@@ -251,6 +259,19 @@ class RemoteTokenizer:
         return self._decode_cached(tuple(ids)) if ids else ""
 
 
+def check_api_key(key: str | None) -> str | None:
+    """The key as sent (surrounding blanks dropped; an empty key is no key), or ModelError for
+    one no HTTP header can carry. The message never repeats the key."""
+    if key is None:
+        return None
+    key = key.strip()
+    if not key:
+        return None
+    if not key.isascii() or not key.isprintable():
+        raise ModelError("the API key holds characters an HTTP header cannot carry (non-ASCII or control characters): check --api-key or $VLLM_API_KEY")
+    return key
+
+
 def check_url(url: str) -> None:
     """ModelError unless ``url`` is an http(s) URL with a host (and a numeric port, if any)."""
     try:
@@ -276,7 +297,7 @@ class ServerBackend(Backend):
         api_key: str | None = None,
         served_model: str | None = None,
     ) -> None:
-        """``api_key``: sent as a bearer token (default: $VLLM_API_KEY, then $OPENAI_API_KEY).
+        """``api_key``: sent as a bearer token to a vLLM server (default: $VLLM_API_KEY).
         ``served_model``: which of the server's models (or LoRA adapters) to prompt; needed
         when it serves several."""
         if kind not in ("vllm", "fgserve"):
@@ -284,14 +305,16 @@ class ServerBackend(Backend):
         check_url(url)
         if served_model is not None and kind != "vllm":
             raise ModelError("--served-model picks one of a vLLM server's models; fgserve serves one")
+        if api_key is not None and kind != "vllm":
+            raise ModelError("--api-key is for a vLLM server; fgserve takes no key")
         base = url.rstrip("/")
         if kind == "vllm" and base.endswith("/v1"):
             base = base[:-3]
         self.kind = kind
-        self.url = base
-        if api_key is None:
-            api_key = next((os.environ[v] for v in API_KEY_VARIABLES if os.environ.get(v)), None)
+        if kind == "vllm":
+            api_key = check_api_key(api_key if api_key is not None else os.environ.get(API_KEY_VARIABLE))
         self.http = _Http(base, timeout, retries, backoff, api_key=api_key)
+        base = self.url = self.http.base  # without a user:password, for names, records and messages
         self.model_name: str | None = None
         try:
             if kind == "vllm":

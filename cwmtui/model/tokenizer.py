@@ -74,7 +74,7 @@ def refuse_custom_code(path: str, config_files: Sequence[str]) -> None:
 def load_tokenizer(path: str) -> HFTokenizer:
     """A tokenizer from a local directory (offline), or ModelError."""
     if not os.path.exists(path):
-        raise ModelError(f"{path}: no such tokenizer directory")
+        raise ModelError(f"{path}: no such file or directory (--tokenizer takes Meta's tokenizer.model, a Hugging Face tokenizer directory, or 'cwm')")
     if not os.path.isdir(path):
         raise ModelError(f"{path}: not a directory (--tokenizer takes a Hugging Face tokenizer directory, Meta's tokenizer.model, or 'cwm')")
     refuse_custom_code(path, ("tokenizer_config.json", "config.json"))

@@ -89,8 +89,11 @@ def load_model(path: str, threads: int = 1):
     import torch
     from transformers import AutoModelForCausalLM
 
+    from ..model.hf import check_model_dir
+
+    check_model_dir(path)  # refuses a directory that asks to run its own code
     torch.set_num_threads(threads)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True, trust_remote_code=False)
     return model.eval()
 
 

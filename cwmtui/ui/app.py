@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
+from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -22,6 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from ..interpreter.program import display_name
+from ..terminal import printable
 from .branch_view import BranchView, SessionView
 from .commands import StepCommands
 from .output_panel import OutputPanel
@@ -299,7 +301,7 @@ class DebuggerScreen(Screen):
         truth, model = self.query_one("#truth", Timeline), self.query_one("#model", Timeline)
         state = self.query_one("#state", StatePanel)
         if view is not None:
-            source.border_title = f"source · {display_name(view.program.path)}"
+            source.border_title = Text(printable(f"source · {display_name(view.program.path)}"))  # a file name: data
             source.show_source(view.program.source)
             state.set_view(view)
         else:
@@ -325,8 +327,8 @@ class DebuggerScreen(Screen):
             title += f" ({self.branch_index + 1}/{len(self.view.branches)})"
         if branch.running:
             title += " · writing…"
-        model.border_title = title
-        model.border_subtitle = branch.badge or ""
+        model.border_title = Text(printable(title))  # branch names and badges hold the user's lines
+        model.border_subtitle = Text(printable(branch.badge or ""))
 
     def show_step(self) -> None:
         view, branch, row = self.view, self.branch, self.step
@@ -722,6 +724,13 @@ class CwmApp(App):
         self.fatal_message = ""  # why the app could not show anything (exit code 2)
 
     # -- themes -------------------------------------------------------------------------------
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+               markup: bool = True) -> None:
+        """Every toast of the app, whoever raises it: its text is data (a server's error body, a
+        file name, a model's line), shown as text, never read as markup or obeyed."""
+        super().notify(printable(str(message)), title=printable(str(title)), severity=severity,
+                       timeout=timeout, markup=False)
+
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(VARIABLE_DEFAULTS)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from ..terminal import printable_block
 from ..trace import OutputChunk
 from .rendered_panel import RenderedPanel
 
@@ -41,6 +42,6 @@ class OutputPanel(RenderedPanel):
             return Text(message, style=self.get_component_rich_style("output--empty", partial=True))
         text = Text()
         stderr = self.get_component_rich_style("output--stderr", partial=True)
-        for chunk in self.chunks[-400:]:
-            text.append(chunk.text, stderr if chunk.stream == "stderr" else "")
+        for chunk in self.chunks[-400:]:  # the program's own characters: shown, never obeyed
+            text.append(printable_block(chunk.text), stderr if chunk.stream == "stderr" else "")
         return text

@@ -13,6 +13,17 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from ..terminal import printable_block
+
+
+def _terminal_safe(line: list[Segment], width: int) -> Strip:
+    """A rendered line whose text carries no raw control character (the panels show program and
+    model text: :mod:`cwmtui.terminal`'s rule, as a last guard behind the panels' own)."""
+    if all(segment.control or segment.text.isprintable() for segment in line):
+        return Strip(line, width)
+    safe = [s if s.control else Segment(printable_block(s.text), s.style) for s in line]
+    return Strip(safe).crop(0, width)
+
 
 class RenderedPanel(ScrollView, can_focus=False):
     DEFAULT_CSS = """
@@ -40,7 +51,7 @@ class RenderedPanel(ScrollView, can_focus=False):
         console = self.app.console
         options = console.options.update(width=width, height=None, highlight=False)
         lines = console.render_lines(self._renderable, options, style=self.rich_style, pad=True, new_lines=False)
-        self._strips = [Strip(line, width) for line in lines]
+        self._strips = [_terminal_safe(line, width) for line in lines]
         self._width = width
         size = Size(width, len(self._strips))
         if size != self.virtual_size:

@@ -14,7 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from ..analysis.values import printable
+from ..terminal import printable, printable_block
 from ..trace import Frame
 from ..trace.source import source_lines
 from ..trace.tokens import strip_marker
@@ -289,7 +289,7 @@ class ErrorScreen(ModalScreen[None]):
     ErrorScreen > Vertical { border: round $error; }
     ErrorScreen .modal-title { color: $error; }
     """
-    BINDINGS = [Binding("escape,enter", "close", "Close", id="error.close")]
+    BINDINGS = [Binding("escape,enter,q", "close", "Close", id="error.close")]
 
     def __init__(self, title: str, message: str) -> None:
         super().__init__(id="error-screen")
@@ -298,9 +298,9 @@ class ErrorScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.title_text, classes="modal-title")
-            yield Static(self.message, id="error-message", markup=False)  # paths, exception text
-            yield Label("enter or esc: close", classes="modal-hint")
+            yield Label(printable(self.title_text), classes="modal-title", markup=False)
+            yield Static(printable_block(self.message), id="error-message", markup=False)  # paths, exception text
+            yield Label("enter, esc or q: close", classes="modal-hint")
 
     def action_close(self) -> None:
         self.dismiss(None)

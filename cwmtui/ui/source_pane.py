@@ -15,7 +15,7 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ..analysis.values import printable
+from ..terminal import printable
 from ..trace.source import source_lines
 from ..trace.tokens import has_marker
 

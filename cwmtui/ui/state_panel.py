@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.events import Click
 
 from ..analysis.lens import Lens, byte_pieces, token_lens
-from ..analysis.values import printable
+from ..terminal import printable
 from .branch_view import KIND_NAMES, BranchView, VariableRow
 from .rendered_panel import RenderedPanel
 

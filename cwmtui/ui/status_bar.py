@@ -6,6 +6,7 @@ from rich.console import Group
 from rich.text import Text
 from textual.widgets import Static
 
+from ..terminal import printable
 from .branch_view import BranchView, SessionView, describe_divergence
 
 METER = 10
@@ -43,7 +44,7 @@ class StatusBar(Static, can_focus=False):
         first, second = Text(no_wrap=True, overflow="ellipsis"), Text(no_wrap=True, overflow="ellipsis")
         sep = (" │ ", s("status--label"))
         if view is None:
-            first.append(activity or "starting…", s("status--busy"))
+            first.append(printable(activity or "starting…"), s("status--busy"))
             self._set(first)
             return
         if branch is not None:
@@ -51,12 +52,12 @@ class StatusBar(Static, can_focus=False):
             first.append(f"{row}/{max(len(branch) - 1, 0)}", "bold")
             first.append(*sep)
             first.append("branch ", s("status--label"))
-            first.append(branch.name)
+            first.append(printable(branch.name))
             if branch.badge:
-                first.append(f" [{branch.badge}]", s("status--badge"))
+                first.append(printable(f" [{branch.badge}]"), s("status--badge"))
             first.append(*sep)
         first.append("model ", s("status--label"))
-        first.append(view.model_description or view.model_name or "none")
+        first.append(printable(view.model_description or view.model_name or "none"))
         first.append(*sep)
         first.append(view.decoding_of(branch))
         if branch is not None:
@@ -82,7 +83,7 @@ class StatusBar(Static, can_focus=False):
         if busy:
             line = first if not second else second
             line.append(*sep)
-            line.append(" · ".join(busy), s("status--busy"))
+            line.append(printable(" · ".join(busy)), s("status--busy"))
         self._set(first, second)
 
     def _set(self, *lines: Text) -> None:

@@ -19,7 +19,7 @@ from textual.strip import Strip
 
 from ..trace import Event, Frame
 from ..analysis.compare import StepKind
-from ..analysis.values import printable
+from ..terminal import printable
 from .branch_view import BranchView
 
 EVENT_MARKS = {Event.CALL: "→", Event.LINE: " ", Event.RETURN: "←", Event.EXCEPTION: "!"}

@@ -17,6 +17,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label
 
+from ..terminal import printable
+
 #: the order classes are listed in: the paper's regimes first, agreement last
 CLASS_ORDER = ["action", "event", "state", "value", "budget", "truncated", "extra", "format",
                "unclassified", "", "agree"]
@@ -106,15 +108,15 @@ class TriageScreen(Screen):
         rows.sort(key=lambda r: r.sort_key(self.sort_by))
         self.shown = rows
         for row in rows:
-            kind = Text(row.kind or "—", style="bold red" if row.failed and row.kind else "green")
+            kind = Text(printable(row.kind or "—"), style="bold red" if row.failed and row.kind else "green")
             output = "—" if row.correct is None else ("right" if row.correct else "wrong")
             # a DataTable reads a str cell as markup: the record's id, status and entry are data
-            table.add_row(Text(row.id), kind, "str" if row.string_valued else "",
-                          "" if row.step is None else str(row.step), Text(row.status), output, Text(row.entry),
+            table.add_row(Text(printable(row.id)), kind, "str" if row.string_valued else "",
+                          "" if row.step is None else str(row.step), Text(printable(row.status)), output, Text(printable(row.entry)),
                           key=f"{row.line}")
         failures = sum(1 for r in self.rows if r.failed and r.kind)
         what = "all programs" if self.show_all else "failures"
-        title = f"{self.path}: {len(self.rows)} programs"
+        title = f"{printable(self.path)}: {len(self.rows)} programs"
         if any(r.kind for r in self.rows):
             title += f", {failures} diverge"
         self.query_one("#triage-title", Label).update(
