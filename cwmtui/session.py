@@ -38,7 +38,7 @@ from .analysis.recovery import Recovery, recovery, teacher_force
 from .interpreter import Interpreter, Limits, Program
 from .files import read_bytes
 from .json_lines import DAMAGED_DATA
-from .trace import Event, Frame, OutputChunk, Trace, TraceStatus, tokens
+from .trace import Event, Frame, OutputChunk, Status, Trace, TraceStatus, tokens
 from .trace.collector import collector_paused
 from .trace.frame import frames_from_json
 from .trace.stored import StoredFrames, frame_row, stored_frames
@@ -220,9 +220,12 @@ class DebugSession:
     def _entry_frame(self) -> Frame:
         truth = self.truth
         if not truth.frames or truth.frames[0].event is not Event.CALL:
+            if truth.status.kind is Status.NOT_CALLED:
+                what = f"the entry {self.program.entry}() never ran"
+            else:  # it ran, and stopped (or was stopped) before the tracer's first record
+                what = f"the interpreter recorded no step of {self.program.entry}()"
             raise SessionError(
-                f"{self.program.path}: the entry {self.program.entry}() never ran ({truth.status.describe()}), "
-                "so there is nothing for the model to predict"
+                f"{self.program.path}: {what} ({truth.status.describe()}), so there is nothing for the model to predict"
             )
         return truth.frames[0]
 

@@ -83,6 +83,12 @@ def run(args) -> int:
             session = DebugSession(program, backend, rollout_options_from_args(args), limits, interpreter=interpreter)
             truth = session.run_truth()
             check_called(truth, program)
+            if not truth.frames:  # the entry ran, but no step of it was recorded: the run's fault, not the input's
+                print(printable(
+                    f"cwmtui: {program.path}: the interpreter recorded no step of {program.entry}() "
+                    f"({truth.status.describe()}): nothing to compare"
+                ), file=sys.stderr)
+                return 1
             try:
                 if args.teacher_force:
                     branch = session.teacher_forced()

@@ -79,6 +79,7 @@ class TraceBuilder:
         self.status: TraceStatus | None = None
         self._stack: list[str] = []
         self._on_frame = on_frame
+        self.forged = False  # records the tracer never writes came in (see forge_detected)
         self._previous: tuple[tuple, tuple, dict] | None = None  # the last plain record's names, values, locals
 
     def _plain_locals(self, keys: tuple, values: tuple) -> dict:
@@ -174,6 +175,15 @@ class TraceBuilder:
             frames.append(frame)
             if on_frame is not None:
                 on_frame(frame)
+
+    def forge_detected(self) -> None:
+        """Records the tracer never writes: the program wrote into the tracer's channel. What
+        came after cannot be trusted, so the trace ends where they began."""
+        self.forged = True
+        where = f"after step {len(self.frames) - 1}" if self.frames else "before the tracer's first record"
+        self.status = TraceStatus(
+            Status.DIED, f"the program wrote into the tracer's own channel {where}: the trace stops there"
+        )
 
     def add_output(self, stream: str, text: str) -> None:
         step = len(self.frames)
@@ -291,8 +301,11 @@ class Interpreter:
                     except (ValueError, EOFError, TypeError):
                         records = []
                     del pending[:need]
-                    if isinstance(records, list):
-                        builder.add_records(records)
+                    if isinstance(records, list) and not builder.forged:
+                        try:
+                            builder.add_records(records)
+                        except (TypeError, ValueError, IndexError, KeyError, AttributeError):
+                            builder.forge_detected()
             elif kind in (b"O", b"E"):
                 builder.add_output(
                     "stdout" if kind == b"O" else "stderr", payload.decode("utf-8", "replace")
