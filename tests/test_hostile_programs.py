@@ -61,3 +61,66 @@ def test_a_run_that_recorded_no_step_is_not_called_bad_input_by_diff_json(capsys
     assert code == 1 and captured.out == ""
     assert "nothing to compare" in captured.err
     json.dumps(captured.err)
+
+
+def test_the_memory_limit_holds_over_every_process_the_program_starts(interpreter):
+    """Three children of 200 MiB each stay under a 300 MiB limit per process, not together."""
+    import time
+
+    from cwmtui.interpreter import Limits
+
+    began = time.monotonic()
+    trace = interpreter.trace(load_program(str(HOSTILE / "fork_memory.py")), Limits(memory=300 << 20, seconds=20))
+    assert (trace.status.kind, trace.status.limit) == (Status.LIMIT, "memory")
+    assert trace.status.message == "the program and the processes it started used more than 300 MiB of memory"
+    assert time.monotonic() - began < 10  # stopped when it went over, not at the time limit
+
+
+def test_a_fork_bomb_is_stopped_at_the_process_limit(interpreter):
+    import time
+
+    from cwmtui.interpreter import Limits
+
+    began = time.monotonic()
+    trace = interpreter.trace(load_program(str(HOSTILE / "fork_bomb.py")), Limits(seconds=20))
+    assert (trace.status.kind, trace.status.limit) == (Status.LIMIT, "processes")
+    assert time.monotonic() - began < 5
+    assert interpreter.trace(load_program(str(HOSTILE / "locals_keys.py"))).status.kind is Status.COMPLETE
+
+
+def test_a_detached_process_does_not_outlive_the_run(interpreter, tmp_path):
+    import os
+    import time
+
+    note = tmp_path / "pid"
+    program = load_program(str(HOSTILE / "detached.py"), call=f"leave({str(note)!r})")
+    trace = interpreter.trace(program)
+    assert trace.status.kind is Status.COMPLETE and trace.return_value() == "'left'"
+    pid = int(note.read_text())
+    for _ in range(100):  # SIGKILL is asynchronous: give the kernel a moment
+        if not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z":
+            break
+        time.sleep(0.01)
+    else:
+        raise AssertionError(f"the detached process {pid} is still running")
+
+
+def test_a_redirected_stdout_can_be_closed_and_file_is_absolute(interpreter, tmp_path):
+    """Real-Python fidelity: sys.stdout.close() exists, __file__ is absolute (CPython 3.11)."""
+    path = tmp_path / "closing.py"
+    path.write_text(
+        "import sys\n\ndef f():  # << START_OF_TRACE\n    where = __file__\n    print('bye')\n"
+        "    sys.stdout.close()\n    try:\n        print('after')\n    except ValueError as exc:\n"
+        "        caught = str(exc)\n    return where, caught\n\nf()\n"
+    )
+    import os
+
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        trace = interpreter.trace(load_program("closing.py"))
+    finally:
+        os.chdir(cwd)
+    assert trace.status.kind is Status.COMPLETE, trace.status
+    assert trace.return_value() == repr((str(path), "I/O operation on closed file."))
+    assert trace.stdout == "bye\n"

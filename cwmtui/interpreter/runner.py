@@ -30,8 +30,9 @@ REFERENCE_VERSION = (3, 11)
 class Limits:
     frames: int = 10_000
     seconds: float = 10.0
-    memory: int = 2 << 30  # bytes of address space
+    memory: int = 2 << 30  # bytes: each process's address space, and the resident memory of all of them
     output: int = 1 << 20  # characters the program may write
+    processes: int = 64  # processes the program may have running at once (itself included)
 
 
 def version_warning() -> str | None:
@@ -331,6 +332,12 @@ def _status_from_end(end: dict, limits: Limits) -> TraceStatus:
         return TraceStatus(Status.LIMIT, f"stopped after {limits.seconds:g} s", "time")
     if end.get("killed") == "output":
         return TraceStatus(Status.LIMIT, "the program wrote more output than the limit", "output")
+    if end.get("killed") == "memory":
+        return TraceStatus(
+            Status.LIMIT, f"the program and the processes it started used more than {limits.memory >> 20} MiB of memory", "memory"
+        )
+    if end.get("killed") == "processes":
+        return TraceStatus(Status.LIMIT, f"the program started more than {limits.processes} processes", "processes")
     if "signal" in end:
         number = end["signal"]
         try:

@@ -175,7 +175,7 @@ class Status(str, enum.Enum):
 class TraceStatus:
     kind: Status
     message: str = ""
-    limit: str | None = None  # "frames" | "time" | "memory" | "output" | "recursion" | "tokens"
+    limit: str | None = None  # "frames" | "time" | "memory" | "output" | "processes" | "recursion" | "tokens"
 
     @property
     def ok(self) -> bool:
