@@ -547,7 +547,10 @@ class DebugSession:
             settings = data.get("settings") or {}
             saved_rollout = settings.get("rollout") or {}
             options = _options_from_json(saved_rollout)
-            limits = Limits(**(settings.get("limits") or {}))
+            # the numbers only: whether programs run in the sandbox is the user's choice now,
+            # never a file's
+            saved = settings.get("limits") or {}
+            limits = Limits(**{k: saved[k] for k in ("frames", "seconds", "memory", "output", "processes") if k in saved})
             branches = data.get("branches", [])
             if not isinstance(branches, list):
                 raise TypeError("the branches must be a list")

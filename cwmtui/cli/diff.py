@@ -15,7 +15,7 @@ from ..interpreter import Interpreter
 from ..terminal import printable, printable_block
 from ..trace import Event, Status, tokens
 from . import UsageError
-from .options import Parser, add_limit_options, check_called, check_output, limits_from, program_from, warn
+from .options import Parser, add_limit_options, check_called, check_output, limits_from, program_from, warn, warn_sandbox
 
 SHOWN_ROWS = 60  # rows of the table without --all
 
@@ -80,6 +80,7 @@ def run(args) -> int:
             raise UsageError(f"{what} needs a live model: this is a replay of a recorded generation")
         with Interpreter() as interpreter:
             warn(interpreter.warning)
+            warn_sandbox(limits)
             session = DebugSession(program, backend, rollout_options_from_args(args), limits, interpreter=interpreter)
             truth = session.run_truth()
             check_called(truth, program)

@@ -9,7 +9,7 @@ import threading
 from . import UsageError
 from ..terminal import printable
 from .console import TerminalConsole
-from .options import Parser, check_output, warn
+from .options import Parser, add_sandbox_option, check_output, warn, warn_sandbox
 
 SUITE_HELP = "cruxeval, s5, zoo, a directory of .py files, or a JSONL of {id, program | code+input}"
 
@@ -44,6 +44,7 @@ def build_parser() -> Parser:
     parser.add_argument("--plot", metavar="FILE.png", help="draw the report's curves into a PNG")
     parser.add_argument("--report", metavar="RESULTS.jsonl", help="print the tables of an earlier run's results file (no model)")
     add_model_options(parser)
+    add_sandbox_option(parser)
     parser.epilog = (
         "--seed also picks the programs of s5 and zoo. With --replay FILE (no --id) the recorded "
         "generation of each program (matched by id) is scored instead of running a model."
@@ -163,7 +164,10 @@ def run_suite(args) -> int:
         TextColumn("eta"),
         TimeRemainingColumn(),
     ]
-    options = BatchOptions(rollout=rollout, teacher_force=args.teacher_force, concurrency=concurrency)
+    from ..interpreter import Limits
+
+    options = BatchOptions(rollout=rollout, teacher_force=args.teacher_force, concurrency=concurrency,
+                           limits=Limits(sandbox=args.sandbox))
     lock = threading.Lock()
     interrupted = False
     records: list[dict] = []
@@ -174,6 +178,7 @@ def run_suite(args) -> int:
             truth_task = progress.add_task("ground truth", total=len(suite.cases), rate="")
             with Interpreter() as interpreter:
                 warn(interpreter.warning)
+                warn_sandbox(options.limits)
                 truths = trace_suite(
                     suite.cases,
                     options.limits,

@@ -35,6 +35,11 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=default.seconds, metavar="S", help=f"stop after S seconds (default {default.seconds:g})")
     parser.add_argument("--memory", type=int, default=default.memory >> 20, metavar="MiB", help=f"memory limit in MiB (default {default.memory >> 20})")
     parser.add_argument("--max-output", type=int, default=default.output, metavar="CHARS", help="output limit in characters (default 1 MiB)")
+    add_sandbox_option(parser)
+
+
+def add_sandbox_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-sandbox", dest="sandbox", action="store_false", help="run programs without the sandbox (bubblewrap: read-only files but a scratch /tmp, no network, nothing left running); they then run with your permissions")
 
 
 def limits_from(args: argparse.Namespace) -> Limits:
@@ -42,7 +47,8 @@ def limits_from(args: argparse.Namespace) -> Limits:
     # limit (and the parent's hard deadline) off, so a looping program would never stop.
     if args.max_frames < 1 or not (0 < args.timeout < math.inf) or args.memory < 16 or args.max_output < 0:
         raise UsageError("limits must be positive (--max-frames ≥ 1, --timeout > 0 and finite, --memory ≥ 16, --max-output ≥ 0)")
-    return Limits(frames=args.max_frames, seconds=args.timeout, memory=args.memory << 20, output=args.max_output)
+    return Limits(frames=args.max_frames, seconds=args.timeout, memory=args.memory << 20, output=args.max_output,
+                  sandbox=getattr(args, "sandbox", True))
 
 
 def program_from(args: argparse.Namespace) -> Program:
@@ -76,6 +82,13 @@ def check_called(trace: Trace, program: Program) -> None:
         )
     if trace.status.kind is Status.ERROR:
         raise UsageError(f"{program.path}: {trace.status.message}")
+
+
+def warn_sandbox(limits: Limits) -> None:
+    """The one line when a sandbox was asked for and cannot be had (the programs still run)."""
+    from ..interpreter.runner import sandbox_warning
+
+    warn(sandbox_warning(limits))
 
 
 def warn(message: str | None) -> None:

@@ -8,7 +8,7 @@ import sys
 from ..interpreter import Interpreter
 from ..terminal import printable, printable_block
 from ..trace import Status, Trace, render_trace
-from .options import Parser, add_limit_options, add_program_options, check_called, limits_from, program_from, warn
+from .options import Parser, add_limit_options, add_program_options, check_called, limits_from, program_from, warn, warn_sandbox
 
 
 def build_parser() -> Parser:
@@ -30,6 +30,7 @@ def run(args) -> int:
     limits = limits_from(args)
     with Interpreter() as interpreter:
         warn(interpreter.warning)
+        warn_sandbox(limits)
         trace = interpreter.trace(program, limits)
     check_called(trace, program)
     out = sys.stdout

@@ -6,10 +6,12 @@ import json
 import marshal
 import os
 import re
+import shutil
 import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 from dataclasses import asdict, dataclass
 from typing import Callable
@@ -33,6 +35,7 @@ class Limits:
     memory: int = 2 << 30  # bytes: each process's address space, and the resident memory of all of them
     output: int = 1 << 20  # characters the program may write
     processes: int = 64  # processes the program may have running at once (itself included)
+    sandbox: bool = True  # run the program in the sandbox (see sandbox_command); False: --no-sandbox
 
 
 def version_warning() -> str | None:
@@ -63,6 +66,70 @@ def _json_key(key) -> str:
     if key is None or isinstance(key, (bool, int, float)):
         return json.dumps({key: 0})[2:-5]  # json's own spelling: true, null, 1.5, Infinity
     return repr(key)
+
+
+_sandbox: list | None = None  # [path of bwrap] once found usable, [] once found not
+
+
+def sandbox_command(scratch: str) -> list[str] | None:
+    """The command that puts a process in the sandbox, or None where bubblewrap is missing or
+    cannot make one here (no user namespaces; found out once per process).
+
+    bubblewrap's view of the system for the fork server and every program it runs: the whole
+    file system read-only; ``scratch`` (an empty folder of the host's) a private tmpfs, the only
+    place it can write (TMPDIR and HOME point there), gone with the server; its own /dev and
+    /proc; no network (a network namespace of its own, not even the host's loopback); its own
+    process ids (nothing it starts survives the sandbox); killed with cwmtui."""
+    if not sandbox_available():
+        return None
+    try:
+        here = os.getcwd()
+    except OSError:  # the folder cwmtui runs in was deleted
+        here = "/"
+    return [_sandbox[0], *_sandbox_args(scratch), "--chdir", here]
+
+
+def sandbox_available() -> bool:
+    """Can bubblewrap make the sandbox here? Tried once per process."""
+    global _sandbox
+    if _sandbox is None:
+        _sandbox = []
+        bwrap = shutil.which("bwrap")
+        if bwrap is not None:
+            scratch = tempfile.mkdtemp(prefix="cwmtui-sandbox-")
+            try:
+                probe = subprocess.run([bwrap, *_sandbox_args(scratch), "--", "true"], capture_output=True, timeout=10)
+            except (OSError, subprocess.SubprocessError):
+                probe = None
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+            if probe is not None and probe.returncode == 0:
+                _sandbox = [bwrap]
+    return bool(_sandbox)
+
+
+def _sandbox_args(scratch: str) -> list[str]:
+    return [
+        "--ro-bind", "/", "/",
+        "--dev", "/dev",
+        "--proc", "/proc",
+        "--tmpfs", scratch,
+        "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+        "--die-with-parent",
+        "--setenv", "TMPDIR", scratch,
+        "--setenv", "HOME", scratch,
+    ]
+
+
+def sandbox_warning(limits: "Limits") -> str | None:
+    """The one line to show when a sandbox was asked for and cannot be had."""
+    if not limits.sandbox or sandbox_available():
+        return None
+    why = "bubblewrap (bwrap) is not installed" if shutil.which("bwrap") is None else "bubblewrap cannot create one here (no user namespaces?)"
+    return (
+        f"warning: no sandbox: {why}, so programs run with your permissions, files and network; "
+        "install bubblewrap, or pass --no-sandbox to run them so knowingly"
+    )
 
 
 def clean_repr(text: str) -> str:
@@ -209,6 +276,8 @@ class Interpreter:
         self._python = python or sys.executable
         self._accelerated = accelerated
         self._process: subprocess.Popen | None = None
+        self._sandboxed = False  # whether the running fork server is in the sandbox
+        self._scratch: str | None = None  # the host folder the sandbox's scratch tmpfs covers
         self._lock = threading.Lock()
         self.warning = version_warning()
 
@@ -231,15 +300,28 @@ class Interpreter:
                 process.kill()
                 process.wait()
             process.stdout.close()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)  # empty: the writes went to a tmpfs
+            self._scratch = None
 
-    def _server(self) -> subprocess.Popen:
+    def _server(self, sandbox: bool = True) -> subprocess.Popen:
+        if self._process is not None and self._sandboxed != (sandbox and sandbox_available()):
+            self.close()  # a run asks for the other kind of server
         if self._process is None or self._process.poll() is not None:
+            wrapper = None
+            if sandbox:
+                self._scratch = self._scratch or tempfile.mkdtemp(prefix="cwmtui-sandbox-")
+                wrapper = sandbox_command(self._scratch)
             env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
             env.pop("PYTHONSTARTUP", None)
             if not self._accelerated:
                 env["CWMTUI_PURE_TRACER"] = "1"
+            command = [self._python, child.__file__]
+            if wrapper is not None:
+                command = [*wrapper, "--", *command]
+            self._sandboxed = wrapper is not None
             self._process = subprocess.Popen(
-                [self._python, child.__file__],
+                command,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -276,7 +358,7 @@ class Interpreter:
             return builder.trace()
 
     def _exchange(self, job: dict, builder: TraceBuilder) -> dict:
-        process = self._server()
+        process = self._server(job["limits"].get("sandbox", True))
         body = json.dumps(job).encode()
         process.stdin.write(_HEADER.pack(len(body)) + body)
         process.stdin.flush()

@@ -129,6 +129,11 @@ class LiveSession:
         opening = self._start_opening()  # the model loads while the truth is recorded
         self._post(Activity("recording the program under the interpreter…"))
         session = DebugSession(self.program, None, self.options, self.limits)
+        from ..interpreter.runner import sandbox_warning
+
+        unsafe = sandbox_warning(self.limits)
+        if unsafe:
+            self._post(Notice("sandbox", unsafe))
         truth = session.run_truth()
         if truth.status.kind in (Status.NOT_CALLED, Status.ERROR) or not truth.frames:
             message = truth.status.message or truth.status.describe()
