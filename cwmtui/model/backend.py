@@ -115,6 +115,10 @@ class Backend:
     def close(self) -> None:
         pass
 
+    def interrupt(self) -> None:
+        """From another thread: make the call in progress return now (cancelled), e.g. a network
+        read that would block quitting. A local model's calls check their cancel between tokens."""
+
     def __enter__(self):
         return self
 
@@ -226,6 +230,16 @@ def _positive_int(value: str) -> int:
     return number
 
 
+def _positive_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not 0.0 < number < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be positive and finite: {value!r}")
+    return number
+
+
 def _temperature(value: str) -> float:
     try:
         number = float(value)
@@ -257,6 +271,7 @@ def add_model_options(parser: argparse.ArgumentParser, bundled_by_default: bool 
     group.add_argument("--model", metavar="PATH|bundled", default=None, help=f"a local Hugging Face model directory, or {bundled}: the small byte-level CWM shipped with cwmtui")
     group.add_argument("--device", type=_device, default="auto", metavar="auto|cpu|cuda|cuda:N", help="where a --model runs (default auto: the GPU when there is one; bf16 on GPU, fp32 on CPU)")
     group.add_argument("--server", metavar="URL", help="an OpenAI-compatible server instead of a local model, e.g. http://localhost:8000 (vllm serve facebook/cwm)")
+    group.add_argument("--server-timeout", type=_positive_float, default=300.0, metavar="S", help="the most one call to --server may take, retries included (default 300 s): a server that never answers, or drips its answer, is given up on")
     group.add_argument("--server-kind", choices=("vllm", "fgserve"), default="vllm", help="the server's protocol: vllm (/v1/completions, the default) or fgserve (Meta's /completions)")
     group.add_argument("--api-key", metavar="KEY", help="the API key of a --server started with 'vllm serve --api-key' (default: $VLLM_API_KEY; never $OPENAI_API_KEY)")
     group.add_argument("--served-model", metavar="NAME", help="which model (or LoRA adapter) of a --server serving several to prompt")
@@ -284,6 +299,7 @@ def open_backend(
     api_key: str | None = None,
     served_model: str | None = None,
     lens_tokenizer: str | None = None,
+    server_timeout: float = 300.0,
 ) -> Backend:
     """Open the backend the options name; raises ModelError with a one-line reason.
 
@@ -299,12 +315,12 @@ def open_backend(
         from .tokenizer import load_any_tokenizer
 
         lens = load_any_tokenizer(lens_tokenizer)  # before the model: a bad path costs no load
-    backend = _open_model(model, device, server, server_kind, tokenizer, replay, replay_id, progress, cache_tokens, api_key, served_model)
+    backend = _open_model(model, device, server, server_kind, tokenizer, replay, replay_id, progress, cache_tokens, api_key, served_model, server_timeout)
     backend.lens_tokenizer = lens
     return backend
 
 
-def _open_model(model, device, server, server_kind, tokenizer, replay, replay_id, progress, cache_tokens, api_key, served_model) -> Backend:
+def _open_model(model, device, server, server_kind, tokenizer, replay, replay_id, progress, cache_tokens, api_key, served_model, server_timeout) -> Backend:
     chosen = [name for name, value in (("--model", model), ("--server", server), ("--replay", replay)) if value]
     if len(chosen) > 1:
         raise ModelError(f"{' and '.join(chosen)} cannot be used together: pick one world model")
@@ -320,7 +336,7 @@ def _open_model(model, device, server, server_kind, tokenizer, replay, replay_id
     if server:
         from .server import ServerBackend
 
-        return ServerBackend(server, kind=server_kind, tokenizer=tokenizer, api_key=api_key, served_model=served_model)
+        return ServerBackend(server, kind=server_kind, tokenizer=tokenizer, api_key=api_key, served_model=served_model, timeout=server_timeout)
     if tokenizer:
         raise ModelError("--tokenizer is for --server or --replay; a --model directory has its own tokenizer")
     if model is None or model == "bundled":
@@ -387,5 +403,6 @@ def backend_from_args(args: argparse.Namespace, progress: Progress | None = None
         api_key=getattr(args, "api_key", None),
         served_model=getattr(args, "served_model", None),
         lens_tokenizer=getattr(args, "lens_tokenizer", None),
+        server_timeout=getattr(args, "server_timeout", 300.0),
         cache_tokens=(getattr(args, "token_budget", None) or 8192) + 4096,  # the trace and a prompt of up to 4,096 tokens
     )

@@ -24,6 +24,8 @@ import contextlib
 import functools
 import json
 import os
+import queue
+import threading
 import time
 from typing import Sequence
 from urllib.parse import unquote, urlsplit
@@ -33,6 +35,10 @@ from .backend import Backend, Completion, ModelError, check_special_ids, is_canc
 from .tokenizer import load_any_tokenizer
 
 _RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+#: the largest answer read from a server (a frame's answer is a few kilobytes)
+MAX_ANSWER_BYTES = 16 << 20
+#: the longest one read waits for a byte; the call's deadline is checked between reads
+_READ_WAIT = 30.0
 #: where the API key comes from when --api-key is not given (what ``vllm serve`` reads). Not
 #: OPENAI_API_KEY: that secret belongs to another service and must not go to any --server.
 API_KEY_VARIABLE = "VLLM_API_KEY"
@@ -47,7 +53,10 @@ END_TOKENS = ("<|end_of_text|>", "<|eot_id|>", "<|eom_id|>")
 
 
 class _Http:
-    """JSON over HTTP with a timeout, bounded retries and one-line errors."""
+    """JSON over HTTP with bounded retries and one-line errors, bounded in every way a server can
+    misbehave: a whole-call deadline (``timeout``: retries, a server that never answers, one that
+    drips a byte at a time), a cap on an answer's size, and :meth:`abort` from another thread
+    (quitting never waits on the network)."""
 
     def __init__(self, base: str, timeout: float, retries: int, backoff: float, api_key: str | None = None) -> None:
         import httpx
@@ -66,8 +75,11 @@ class _Http:
         self.retries = retries
         self.backoff = backoff
         self.api_key = api_key
+        self._aborted = False
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.client = httpx.Client(timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)), headers=headers, auth=auth)
+        # each read waits at most this long; the deadline is checked between reads
+        wait = httpx.Timeout(min(timeout, _READ_WAIT), connect=min(timeout, 10.0))
+        self.client = httpx.Client(timeout=wait, headers=headers, auth=auth)
 
     def post(self, path: str, payload: dict) -> dict:
         return self.request("POST", path, payload)
@@ -77,68 +89,149 @@ class _Http:
 
     def request(self, method: str, path: str, payload: dict | None) -> dict:
         url = self.base + path
-        return self._with_retries(url, lambda: self._once(method, url, payload))
+        return self._with_retries(url, lambda deadline: self._once(method, url, payload, deadline))
 
-    def stream(self, path: str, payload: dict, cancel) -> tuple[list[dict], bool]:
+    def stream(self, path: str, payload: dict, cancel, max_events: int) -> tuple[list[dict], bool]:
         """POST a streamed request: the JSON objects of the server-sent events, read until
-        ``[DONE]``, and whether ``cancel`` stopped the reading first (the connection is then
-        closed, which makes vLLM abort the request). Retried as :meth:`request` is."""
+        ``[DONE]`` or ``max_events`` (a server that goes on past what was asked is cut), and
+        whether ``cancel`` stopped the reading first (the connection is then closed, which makes
+        vLLM abort the request). Retried as :meth:`request` is."""
         url = self.base + path
-        return self._with_retries(url, lambda: self._once_streamed(url, payload, cancel))
+        return self._with_retries(url, lambda deadline: self._once_streamed(url, payload, cancel, max_events, deadline))
+
+    def abort(self) -> None:
+        """From another thread: end every request in flight now and refuse new ones (for
+        quitting: the calls return at once, their transfers are dropped)."""
+        self._aborted = True
 
     def _with_retries(self, url: str, once):
         attempts = self.retries + 1
+        deadline = time.monotonic() + self.timeout
         problem = ""
-        for attempt in range(attempts):
-            if attempt:
-                time.sleep(self.backoff * (2 ** (attempt - 1)))
+        tried = 0
+        while tried < attempts:
+            if tried:
+                pause = self.backoff * (2 ** (tried - 1))
+                if time.monotonic() + pause >= deadline:
+                    break  # no time left for another try
+                time.sleep(pause)
+            tried += 1
             try:
-                return once()
+                return once(deadline)
             except _Retry as exc:
                 problem = str(exc)
-        tries = f"; gave up after {attempts} tries" if attempts > 1 else ""
+            if self._aborted:
+                break
+        tries = f"; gave up after {tried} tries" if tried > 1 else ""
         raise ModelError(f"{url}: {problem}{tries}")
 
-    @contextlib.contextmanager
-    def _transport(self):
-        """httpx's failures as :class:`_Retry` with a message for people."""
-        httpx = self._httpx
+    def _transfer(self, method: str, url: str, payload: dict | None, deadline: float, cancel=None):
+        """The answer as it arrives: ``("head", status, content_type)``, then ``("data",
+        chunk)`` items. The transfer runs in a thread of its own, so nothing here ever blocks
+        on the network for long: the deadline, the size cap, ``cancel`` and :meth:`abort` are
+        checked every few milliseconds, and a transfer given up on is simply dropped (its thread
+        ends at its next read)."""
+        if self._aborted:
+            raise ModelError(f"{url}: cancelled")
+        items: queue.Queue = queue.Queue(maxsize=256)
+        stop = threading.Event()
+        threading.Thread(target=self._pump, args=(method, url, payload, items, stop), daemon=True,
+                         name="cwmtui-http").start()
+        size = 0
         try:
-            yield
-        except httpx.TimeoutException:
-            raise _Retry(f"timed out: no answer within {self.timeout:g} s") from None
-        except httpx.ConnectError:
-            raise _Retry("unreachable (is the server running? is the URL right?)") from None
-        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
-            raise _Retry("the server dropped the connection") from None
-        except httpx.HTTPError as exc:
-            text = str(exc).replace(self.api_key, "***") if self.api_key else str(exc)
-            raise _Retry(f"request failed ({type(exc).__name__}: {text})") from None
+            while True:
+                try:
+                    item = items.get(timeout=0.02)
+                except queue.Empty:
+                    item = None
+                if self._aborted:
+                    raise ModelError(f"{url}: cancelled")
+                if cancel is not None and is_cancelled(cancel):
+                    yield ("cancelled",)
+                    return
+                if time.monotonic() > deadline:
+                    raise _Retry(f"timed out: no whole answer within {self.timeout:g} s (--server-timeout)")
+                if item is None:
+                    continue
+                if item[0] == "end":
+                    return
+                if item[0] == "error":
+                    raise self._failure(item[1])
+                if item[0] == "data":
+                    size += len(item[1])
+                    if size > MAX_ANSWER_BYTES:
+                        raise ModelError(f"{url}: the server's answer is over {MAX_ANSWER_BYTES >> 20} MiB; stopped reading it")
+                yield item
+        finally:
+            stop.set()
 
-    def _once(self, method: str, url: str, payload: dict | None) -> dict:
-        with self._transport():
-            response = self.client.request(method, url, json=payload)
-        _check_status(url, response, self.api_key)
-        return _json_answer(url, response)
+    def _pump(self, method: str, url: str, payload, items: queue.Queue, stop: threading.Event) -> None:
+        """The transfer's thread: the answer's head and chunks into ``items`` until ``stop``."""
 
-    def _once_streamed(self, url: str, payload: dict, cancel) -> tuple[list[dict], bool]:
+        def put(item) -> bool:
+            while not stop.is_set():
+                try:
+                    items.put(item, timeout=0.1)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        try:
+            with self.client.stream(method, url, json=payload) as response:
+                if not put(("head", response.status_code, response.headers.get("content-type", ""))):
+                    return
+                for chunk in response.iter_raw():
+                    if not put(("data", chunk)):
+                        return
+            put(("end",))
+        except Exception as exc:  # noqa: BLE001 - handed to the caller, which says it in one line
+            put(("error", exc))
+
+    def _failure(self, exc: Exception) -> Exception:
+        """The transport's failure as :class:`_Retry` with a message for people."""
+        httpx = self._httpx
+        if isinstance(exc, httpx.TimeoutException):
+            return _Retry(f"timed out: no answer within {min(self.timeout, _READ_WAIT):g} s")
+        if isinstance(exc, httpx.ConnectError):
+            return _Retry("unreachable (is the server running? is the URL right?)")
+        if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
+            return _Retry("the server dropped the connection")
+        text = str(exc).replace(self.api_key, "***") if self.api_key else str(exc)
+        return _Retry(f"request failed ({type(exc).__name__}: {text})")
+
+    def _once(self, method: str, url: str, payload: dict | None, deadline: float) -> dict:
+        status, body = 0, []
+        for item in self._transfer(method, url, payload, deadline):
+            if item[0] == "head":
+                status = item[1]
+            else:
+                body.append(item[1])
+        data = b"".join(body)
+        _check_status(url, status, data, self.api_key)
+        return _json_answer(url, data)
+
+    def _once_streamed(self, url: str, payload: dict, cancel, max_events: int, deadline: float) -> tuple[list[dict], bool]:
         events: list[dict] = []
-        with self._transport(), self.client.stream("POST", url, json=payload) as response:
-            if response.status_code >= 400:
-                response.read()
-            _check_status(url, response, self.api_key)
-            if "text/event-stream" not in response.headers.get("content-type", ""):
-                # a server that ignores "stream" answers at once: the whole answer as one event
-                response.read()
-                return [_json_answer(url, response)], False
-            for line in response.iter_lines():
-                if is_cancelled(cancel):
-                    return events, True
+        status, kind, body, pending = 0, "", [], b""
+        for item in self._transfer("POST", url, payload, deadline, cancel):
+            if item[0] == "cancelled":
+                return events, True
+            if item[0] == "head":
+                status, kind = item[1], item[2]
+                continue
+            if status >= 400 or "text/event-stream" not in kind:
+                body.append(item[1])  # an error, or a server that ignores "stream": one answer
+                continue
+            pending += item[1]
+            *lines, pending = pending.split(b"\n")
+            for raw in lines:
+                line = raw.decode("utf-8", "replace").rstrip("\r")
                 if not line.startswith("data:"):
                     continue  # a comment, an event name or the blank line between events
                 data = line[5:].strip()
                 if data == "[DONE]":
-                    break
+                    return events, False
                 try:
                     event = _json_object(url, json.loads(data))
                 except ValueError:
@@ -146,6 +239,12 @@ class _Http:
                 if "choices" not in event and event.get("error"):
                     raise ModelError(f"{url}: the server failed in the middle of the answer: {_error_message(event)}")
                 events.append(event)
+                if len(events) >= max_events:  # more than was asked for: the rest is not read
+                    return events, False
+        if status >= 400 or "text/event-stream" not in kind:
+            data = b"".join(body)
+            _check_status(url, status, data, self.api_key)
+            return [_json_answer(url, data)], False
         return events, False
 
     def close(self) -> None:
@@ -161,24 +260,22 @@ class _Retry(Exception):
     """A failure that another try may not meet; the message says what went wrong."""
 
 
-def _check_status(url: str, response, api_key: str | None = None) -> None:
-    if response.status_code in (401, 403):
+def _check_status(url: str, status: int, body: bytes, api_key: str | None = None) -> None:
+    if status in (401, 403):
         if api_key:
-            raise ModelError(f"{url}: the server refused the API key (HTTP {response.status_code}): check --api-key or ${API_KEY_VARIABLE}")
-        raise ModelError(
-            f"{url}: the server wants an API key (HTTP {response.status_code}): pass --api-key KEY or set {API_KEY_VARIABLE}"
-        )
-    if response.status_code in _RETRY_STATUS:
-        raise _Retry(f"the server answered HTTP {response.status_code}: {_error_text(response)}")
-    if response.status_code >= 400:
-        raise ModelError(f"{url}: the server refused the request (HTTP {response.status_code}): {_error_text(response)}")
+            raise ModelError(f"{url}: the server refused the API key (HTTP {status}): check --api-key or ${API_KEY_VARIABLE}")
+        raise ModelError(f"{url}: the server wants an API key (HTTP {status}): pass --api-key KEY or set {API_KEY_VARIABLE}")
+    if status in _RETRY_STATUS:
+        raise _Retry(f"the server answered HTTP {status}: {_error_text(body, status)}")
+    if status >= 400:
+        raise ModelError(f"{url}: the server refused the request (HTTP {status}): {_error_text(body, status)}")
 
 
-def _json_answer(url: str, response) -> dict:
+def _json_answer(url: str, body: bytes) -> dict:
     try:
-        data = response.json()
+        data = json.loads(body)
     except ValueError:
-        raise ModelError(f"{url}: the server's answer is not JSON: {response.text[:120]!r}") from None
+        raise ModelError(f"{url}: the server's answer is not JSON: {body[:120].decode('utf-8', 'replace')!r}") from None
     return _json_object(url, data)
 
 
@@ -188,12 +285,12 @@ def _json_object(url: str, data) -> dict:
     return data
 
 
-def _error_text(response) -> str:
+def _error_text(body: bytes, status: int) -> str:
     try:
-        data = response.json()
+        data = json.loads(body)
     except ValueError:
-        text = response.text.strip()
-        return (text.splitlines()[0] if text else response.reason_phrase)[:200]
+        text = body.decode("utf-8", "replace").strip()
+        return (text.splitlines()[0] if text else f"HTTP {status}")[:200]
     return _error_message(data)
 
 
@@ -433,7 +530,8 @@ class ServerBackend(Backend):
                 raise ModelError(f"{where}: the answer has no token ids ({NEEDS_IDS})")
             return self._with_stop(ids, choice, stops), _processed(data, len(prompt)), False
         payload |= {"stream": True, "stream_options": {"include_usage": True}}
-        events, cancelled = self.http.stream("/v1/completions", payload, cancel)
+        # one event a token, and a few more (the finish, the usage): a server that goes on is cut
+        events, cancelled = self.http.stream("/v1/completions", payload, cancel, max_new_tokens + 8)
         ids, last, usage = [], {}, {}
         for event in events:
             usage = event.get("usage") or usage
@@ -475,6 +573,10 @@ class ServerBackend(Backend):
         if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
             raise ModelError(f"{self.url}/completions: the answer has no 'tokens' list (is it fgserve?)")
         return list(ids), len(prompt)
+
+    def interrupt(self) -> None:
+        """End the calls in flight at once (the app is quitting): never wait on the network."""
+        self.http.abort()
 
     def close(self) -> None:
         self.http.close()

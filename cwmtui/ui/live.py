@@ -80,6 +80,9 @@ class LiveSession:
         """Stop every running job (the app is closing: a worker thread must not keep it open)."""
         for cancel in self._jobs:
             cancel.set()
+        backend = getattr(self.session, "backend", None)
+        if backend is not None:
+            backend.interrupt()  # a call blocked on the network returns now
 
     def close(self) -> None:
         """The app has ended and its workers with it: free the model (a server connection, the
