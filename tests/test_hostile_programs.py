@@ -128,3 +128,117 @@ def test_a_redirected_stdout_can_be_closed_and_file_is_absolute(interpreter, tmp
     assert trace.status.kind is Status.COMPLETE, trace.status
     assert trace.return_value() == repr((str(path), "I/O operation on closed file."))
     assert trace.stdout == "bye\n"
+
+
+def run_in_a_terminal(argv: list[str], until, then) -> tuple[int, bytes]:
+    """cwmtui in a pseudo-terminal: ``then(pid)`` once ``until(screen)``; the exit code and
+    everything it wrote to the terminal."""
+    import os
+    import pty
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    master, slave = pty.openpty()
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40")
+    process = subprocess.Popen([sys.executable, "-m", "cwmtui", *argv], stdin=slave, stdout=slave, stderr=slave,
+                               env=env, close_fds=True)
+    os.close(slave)
+    screen = bytearray()
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            screen.extend(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        for _ in range(400):
+            time.sleep(0.05)
+            if until(bytes(screen)):
+                break
+        then(process.pid)
+        code = process.wait(timeout=20)
+        reader.join(2)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(master)
+    return code, bytes(screen)
+
+
+def test_sigterm_gives_the_terminal_back(tmp_path):
+    """kill PID on the debugger: the alternate screen is left and mouse reporting switched off."""
+    import os
+    import signal
+
+    code, screen = run_in_a_terminal(
+        ["--replay", str(_replay_of_locals_keys(tmp_path)), "--id", "a"],
+        until=lambda screen: b"interpreter" in screen,
+        then=lambda pid: os.kill(pid, signal.SIGTERM),
+    )
+    assert code == 128 + signal.SIGTERM
+    tail = screen[screen.rfind(b"\x1b[?1049h"):]
+    assert b"\x1b[?1049l" in tail and b"\x1b[?1000l" in tail
+
+
+def _replay_of_locals_keys(tmp_path) -> Path:
+    from cwmtui.interpreter import Interpreter
+    from cwmtui.trace import render_frames
+
+    program = load_program(str(HOSTILE / "locals_keys.py"))
+    with Interpreter() as interpreter:
+        trace = interpreter.trace(program)
+    path = tmp_path / "replay.jsonl"
+    path.write_text(json.dumps({"id": "a", "program": program.source, "generation": render_frames(trace.frames, end=True)}) + "\n")
+    return path
+
+
+async def test_the_error_dialog_closes_with_q(interpreter):
+    from cwmtui.ui.app import CwmApp
+    from cwmtui.ui.screens import ErrorScreen
+
+    from .ui.sessions import model_frames, offline_view
+
+    program = load_program(str(HOSTILE / "locals_keys.py"))
+    truth = interpreter.trace(program)
+    app = CwmApp(offline_view(program, truth, model_frames(program, truth)))
+    closed = []
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.push_screen(ErrorScreen("the program cannot be traced", "x.py: \x1b]0;t\x07 [/x]"), closed.append)
+        await pilot.pause()
+        assert isinstance(app.screen, ErrorScreen)
+        await pilot.press("q")
+        await pilot.pause()
+        assert closed == [None] and not isinstance(app.screen, ErrorScreen)
+
+
+def test_files_that_never_end_or_never_open_are_refused_in_one_line(tmp_path, capsys):
+    import os
+
+    fifo = tmp_path / "x.py"
+    os.mkfifo(fifo)
+    for path, problem in (("/dev/zero", "not a regular file"), (str(fifo), "not a regular file")):
+        assert main(["trace", path]) == 2
+        err = capsys.readouterr().err
+        assert err == f"cwmtui: error: {path}: {problem} (a device, a pipe or a socket), not a Python file\n"
+
+
+def test_a_full_disk_under_stdout_is_one_line(capfd):
+    import os
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "cwmtui", "trace", str(HOSTILE / "locals_keys.py")],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr == "cwmtui: error: cannot write the output: No space left on device\n"
+    assert os.path.exists("/dev/full")

@@ -110,3 +110,13 @@ def test_the_lens_tokenizer_splits_the_bundled_models_values_in_cwm_tokens():
 def test_a_bad_lens_tokenizer_is_one_line_before_the_model_loads(tmp_path):
     with pytest.raises(ModelError, match="no such file or directory"):
         open_backend(model=str(tmp_path / "never-opened"), lens_tokenizer=str(tmp_path / "missing"))
+
+
+def test_ids_out_of_a_hugging_face_tokenizers_range_decode_to_nothing(tmp_path):
+    """A server (--tokenizer DIR) can send ids the tokenizer has no token for."""
+    from cwmtui.model.byte_tokenizer import build_byte_tokenizer
+
+    build_byte_tokenizer().save_pretrained(tmp_path)
+    tokenizer = load_any_tokenizer(str(tmp_path))
+    ok = tokenizer.encode("ok")
+    assert tokenizer.decode([99999, -1, 2**40, *ok]) == "ok"

@@ -71,6 +71,15 @@ def main(argv: list[str] | None = None) -> int:
         return 141  # as a shell reports a process killed by SIGPIPE
     except UsageError as exc:
         return fail(f"{exc}{parser.hint}")
+    except OSError as exc:  # the output cannot be written (a full disk, a closed terminal)
+        try:
+            sys.stdout.flush()
+        except OSError:
+            pass
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        if exc.filename:
+            return fail(f"{exc.filename}: {exc.strerror or exc}")
+        return fail(f"cannot write the output: {exc.strerror or exc}")
 
 
 def entry() -> None:

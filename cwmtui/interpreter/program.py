@@ -7,6 +7,9 @@ import os
 from dataclasses import dataclass
 
 from ..files import read_text
+
+#: a program far larger than any model's context (CWM reads 131,072 tokens)
+MAX_PROGRAM_BYTES = 16 << 20
 from ..trace import tokens
 from ..trace.source import source_lines
 
@@ -57,7 +60,7 @@ class Program:
 
 def read_source(path: str) -> str:
     """The file's text, or a ProgramError that says what is wrong with it."""
-    return read_text(path, "Python file", ProgramError)
+    return read_text(path, "Python file", ProgramError, MAX_PROGRAM_BYTES)
 
 
 def load_program(path: str, entry: str | None = None, call: str | None = None) -> Program:

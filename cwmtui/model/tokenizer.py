@@ -20,6 +20,7 @@ class HFTokenizer:
     def __init__(self, tokenizer, where: str) -> None:
         self.tokenizer = tokenizer
         self.where = where
+        self._size = len(tokenizer)  # ids 0..size-1 have a token
         self.special_ids = self._find_special_ids()
         check_text_stays_text(self, where)
 
@@ -48,7 +49,11 @@ class HFTokenizer:
         return self.tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)
 
     def decode(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        """The text of ``ids``; an id no token has (a server's, out of the vocabulary) decodes to
+        nothing rather than failing deep in the tokenizer."""
+        size = self._size
+        ids = [i for i in ids if type(i) is int and 0 <= i < size]
+        return self.tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
 
 def refuse_custom_code(path: str, config_files: Sequence[str]) -> None:

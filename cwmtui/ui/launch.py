@@ -46,10 +46,26 @@ def check_model_directory(path: str) -> None:
 
 def run_app(app: CwmApp) -> int:
     """Run the app; a fatal error it met (the program cannot be traced) becomes exit code 2.
-    The model is closed once the app has ended (its thread workers are joined by then)."""
+    The model is closed once the app has ended (its thread workers are joined by then).
+
+    SIGTERM and SIGHUP (a closed terminal, ``kill``) end the app as ``q`` does, so the terminal
+    is given back as it was (the alternate screen left, mouse reporting off): exit 128 + N."""
+    import signal
+
+    def end(number, _frame) -> None:
+        app.exit(return_code=128 + number)
+
+    previous = {}
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            previous[number] = signal.signal(number, end)
+        except (ValueError, OSError):  # not the main thread (a test), or no such signal
+            pass
     try:
         app.run()
     finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
         if app.live is not None:
             app.live.close()
     if app.fatal_message:
