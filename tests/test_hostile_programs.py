@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from cwmtui.cli import main
 from cwmtui.interpreter import load_program
 from cwmtui.trace import Status
@@ -242,3 +244,21 @@ def test_a_full_disk_under_stdout_is_one_line(capfd):
     assert done.returncode == 2
     assert done.stderr == "cwmtui: error: cannot write the output: No space left on device\n"
     assert os.path.exists("/dev/full")
+
+
+@pytest.mark.parametrize("accelerated", [True, False])
+def test_values_too_long_for_a_trace_are_cut_with_a_mark_and_the_status_says_so(accelerated):
+    from cwmtui.interpreter import Interpreter
+    from cwmtui.interpreter.child import MAX_VALUE
+
+    with Interpreter(accelerated=accelerated) as interpreter:
+        trace = interpreter.trace(load_program(str(HOSTILE / "large_values.py")))
+    assert trace.status.kind is Status.COMPLETE and trace.return_value() == "20"
+    longest = max(len(v) for f in trace.frames for v in (f.locals or {}).values())
+    assert longest < MAX_VALUE + 100
+    last = trace.frames[-2].locals
+    assert last["text"].startswith("'19191919") and last["text"].endswith("'… <cut: 2,097,152 characters>")
+    assert last["blob"].endswith("… <cut: 2,097,152 bytes>") and last["blob"].startswith("b'1919")
+    assert last["buffer"].startswith("bytearray(b'1919") and last["buffer"].endswith("… <cut: 2,097,152 bytes>)")
+    assert last["values"].endswith(" characters>")  # the list's repr, cut
+    assert "value(s) longer than 65,536 characters were cut" in trace.status.message

@@ -20,7 +20,10 @@
 
 /* child.py loads this module only when its ABI is the one it was written for: a stale build
  * (the .so is rebuilt by `pip install -e .`, not by editing this file) is left unused. */
-#define LINETRACE_ABI 4
+#define LINETRACE_ABI 5
+
+/* child.MAX_VALUE: a longer str or bytes is no plain value (`local` reprs it, cut) */
+#define MAX_VALUE (1 << 16)
 
 typedef struct {
     PyObject_HEAD
@@ -39,8 +42,14 @@ static int
 is_simple(PyObject *value)
 {
     PyTypeObject *t = Py_TYPE(value);
-    return t == &PyUnicode_Type || t == &PyLong_Type || t == &PyFloat_Type || t == &PyBool_Type
-        || value == Py_None || t == &PyComplex_Type || t == &PyBytes_Type;
+    if (t == &PyUnicode_Type) {
+        return PyUnicode_GET_LENGTH(value) <= MAX_VALUE;
+    }
+    if (t == &PyBytes_Type) {
+        return PyBytes_GET_SIZE(value) <= MAX_VALUE;
+    }
+    return t == &PyLong_Type || t == &PyFloat_Type || t == &PyBool_Type || value == Py_None
+        || t == &PyComplex_Type;
 }
 
 static PyObject *

@@ -32,7 +32,7 @@ import threading
 import time
 import types
 
-_LINETRACE_ABI = 4  # LINETRACE_ABI in _linetrace.c
+_LINETRACE_ABI = 5  # LINETRACE_ABI in _linetrace.c
 
 
 def _load_line_tracer():
@@ -81,7 +81,50 @@ _in_repr = False  # read by the watchdog thread
 #: counts, is spared the reprs, and marshal sends a value that stays the same (a name bound to
 #: 'a' for a thousand lines) once, as a back-reference after that.
 SIMPLE_TYPES = frozenset((str, int, float, bool, type(None), complex, bytes))
-_simple = SIMPLE_TYPES.issuperset
+_simple_types = SIMPLE_TYPES.issuperset
+#: characters of one value's repr the trace keeps: a longer one is cut, marked "… <cut: N
+#: characters>" (no model predicts such a value in a frame, and 200 values of 20 MB must not
+#: cross the pipe every line). _linetrace.c's MAX_VALUE is the same number.
+MAX_VALUE = 1 << 16
+
+
+def _simple(values) -> bool:
+    """Every value is of SIMPLE_TYPES, and no text is longer than the trace keeps (the parent
+    reprs these values whole)."""
+    values = tuple(values)
+    if not _simple_types(map(type, values)):
+        return False
+    for value in values:
+        if (type(value) is str or type(value) is bytes) and len(value) > MAX_VALUE:
+            return False
+    return True
+
+
+def cut_repr(text: str) -> str:
+    """A repr longer than the trace keeps: its start, and how long it was."""
+    if len(text) <= MAX_VALUE:
+        return text
+    _cut[0] += 1
+    return f"{text[:MAX_VALUE]}… <cut: {len(text):,} characters>"
+
+
+_TEXT_TYPES = (str, bytes, bytearray)
+
+
+def _long_text(value) -> bool:
+    return type(value) in _TEXT_TYPES and len(value) > MAX_VALUE
+
+
+def _long_text_repr(value) -> str:
+    """The repr of a str, bytes or bytearray too long to keep, without building the whole of it."""
+    _cut[0] += 1
+    if type(value) is bytearray:
+        return f"bytearray({bytes(value[:MAX_VALUE])!r}… <cut: {len(value):,} bytes>)"
+    unit = "characters" if type(value) is str else "bytes"
+    return f"{repr(value[:MAX_VALUE])}… <cut: {len(value):,} {unit}>"
+
+
+_cut = [0]  # values cut in this run (the end status says so)
 _exit = os._exit  # the real one: run_job wraps os._exit for the program
 # The instructions a frame returns normally by (a return event elsewhere is an exception
 # leaving the frame: CPython passes None as the value in both cases).
@@ -148,6 +191,9 @@ class Recorder:
     def end(self, status: str, limit: str | None = None, message: str = "") -> None:
         """Record the end of the run and leave the process at once."""
         sys.settrace(None)
+        if _cut[0]:
+            note = f"{_cut[0]:,} value(s) longer than {MAX_VALUE:,} characters were cut (marked '… <cut: N characters>')"
+            message = f"{message}; {note}" if message else note
         self.records.append((END, status, limit, message))
         self.flush()
         os._exit(0)
@@ -292,9 +338,11 @@ def run_job(job: dict, fd: int) -> None:
         global _in_repr
         if type(value) in bad_types or (hung and hung.get(id(value), hung) is value):
             return placeholder(value, "timed out")
+        if _long_text(value):
+            return _long_text_repr(value)
         _in_repr = True
         try:
-            return repr(value)
+            return cut_repr(repr(value))
         except KeyboardInterrupt as exc:
             return timed_out(value, exc)
         except BaseException as exc:  # noqa: BLE001 - any failure of user code
@@ -304,10 +352,14 @@ def run_job(job: dict, fd: int) -> None:
 
     def reprs(values) -> list:
         global _in_repr
-        if not bad_types and not hung:
+        values = [*values]
+        if not bad_types and not hung and not any(map(_long_text, values)):
             _in_repr = True
             try:
-                return [*map(repr, values)]
+                out = [*map(repr, values)]
+                if max(map(len, out), default=0) > MAX_VALUE:
+                    return [*map(cut_repr, out)]
+                return out
             except KeyboardInterrupt as exc:  # a __repr__ hung: find its class, then go slowly
                 blame(exc)
             except BaseException:  # noqa: BLE001
@@ -336,7 +388,7 @@ def run_job(job: dict, fd: int) -> None:
                 if count >= next_check:
                     checkpoint()
                 snap = frame.f_locals.copy()
-                if _simple(map(type, snap.values())):
+                if _simple(snap.values()):
                     append((LINE, frame.f_lineno, snap))
                 else:
                     keys = (*snap,)
@@ -389,7 +441,7 @@ def run_job(job: dict, fd: int) -> None:
             if count >= next_check:
                 checkpoint()
             snap = frame.f_locals.copy()
-            if _simple(map(type, snap.values())):
+            if _simple(snap.values()):
                 append((CALL, frame.f_lineno, code.co_name, snap))
             else:
                 keys = (*snap,)
