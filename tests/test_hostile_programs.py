@@ -4,6 +4,7 @@ traceback, and a message that says what happened."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -257,8 +258,9 @@ def test_values_too_long_for_a_trace_are_cut_with_a_mark_and_the_status_says_so(
     longest = max(len(v) for f in trace.frames for v in (f.locals or {}).values())
     assert longest < MAX_VALUE + 100
     last = trace.frames[-2].locals
-    assert last["text"].startswith("'19191919") and last["text"].endswith("'… <cut: 2,097,152 characters>")
-    assert last["blob"].endswith("… <cut: 2,097,152 bytes>") and last["blob"].startswith("b'1919")
-    assert last["buffer"].startswith("bytearray(b'1919") and last["buffer"].endswith("… <cut: 2,097,152 bytes>)")
-    assert last["values"].endswith(" characters>")  # the list's repr, cut
+    cut = re.compile(r"… <cut: [0-9,]+ (characters|bytes)>\)?$")  # the mark, and the length it was
+    assert last["text"].startswith("'19191919") and cut.search(last["text"])
+    assert last["blob"].startswith("b'1919") and cut.search(last["blob"])
+    assert last["buffer"].startswith("bytearray(b'1919") and cut.search(last["buffer"])
+    assert last["values"].startswith("['0000") and cut.search(last["values"])  # the list's repr, cut
     assert "value(s) longer than 65,536 characters were cut" in trace.status.message

@@ -81,23 +81,13 @@ _in_repr = False  # read by the watchdog thread
 #: counts, is spared the reprs, and marshal sends a value that stays the same (a name bound to
 #: 'a' for a thousand lines) once, as a back-reference after that.
 SIMPLE_TYPES = frozenset((str, int, float, bool, type(None), complex, bytes))
-_simple_types = SIMPLE_TYPES.issuperset
+_simple = SIMPLE_TYPES.issuperset  # (of the values' types) the parent reprs them; flush cuts long ones
 #: characters of one value's repr the trace keeps: a longer one is cut, marked "… <cut: N
 #: characters>" (no model predicts such a value in a frame, and 200 values of 20 MB must not
 #: cross the pipe every line). _linetrace.c's MAX_VALUE is the same number.
 MAX_VALUE = 1 << 16
 
 
-def _simple(values) -> bool:
-    """Every value is of SIMPLE_TYPES, and no text is longer than the trace keeps (the parent
-    reprs these values whole)."""
-    values = tuple(values)
-    if not _simple_types(map(type, values)):
-        return False
-    for value in values:
-        if (type(value) is str or type(value) is bytes) and len(value) > MAX_VALUE:
-            return False
-    return True
 
 
 def cut_repr(text: str) -> str:
@@ -125,6 +115,38 @@ def _long_text_repr(value) -> str:
 
 
 _cut = [0]  # values cut in this run (the end status says so)
+#: a batch of records larger than this is looked through for values too long to keep (a batch
+#: is at most a few hundred KiB otherwise), so the common case pays nothing for the cap
+_BIG_BATCH = MAX_VALUE * 8
+
+
+def _cut_record(record):
+    """A record holding a value too long to keep, with that value cut (a plain record, whose
+    values the parent would repr, becomes a record of reprs, a long text cut without building
+    its whole repr); any other record unchanged. Looked at only when a batch is large, so the
+    tracer's hot path pays nothing for the cap."""
+    kind = record[0]
+    if kind in (RETURN, EXCEPTION):
+        return record if len(record[2]) <= MAX_VALUE else (kind, record[1], cut_repr(record[2]))
+    if kind in (LINE, CALL) and type(record[-1]) is list:  # names and reprs
+        reprs = record[-1]
+        if max(map(len, reprs), default=0) <= MAX_VALUE:
+            return record
+        return (*record[:-1], [*map(cut_repr, reprs)])
+    if kind == LINE and len(record) == 3:
+        head, snap = record[:2], record[2]
+        names, values = (*snap,), (*snap.values(),)
+    elif kind == LINE and len(record) == 4 and type(record[3]) is tuple:  # from the C line tracer
+        head, names, values = record[:2], record[2], record[3]
+    elif kind == CALL and len(record) == 4:
+        head, snap = record[:3], record[3]
+        names, values = (*snap,), (*snap.values(),)
+    else:
+        return record
+    if not any(map(_long_text, values)):
+        return record
+    reprs = [_long_text_repr(v) if _long_text(v) else plain_reprs((v,))[0] for v in values]
+    return (*head, names, reprs)
 _exit = os._exit  # the real one: run_job wraps os._exit for the program
 # The instructions a frame returns normally by (a return event elsewhere is an exception
 # leaving the frame: CPython passes None as the value in both cases).
@@ -181,6 +203,16 @@ class Recorder:
                 data = marshal.dumps(batch)
             except ValueError:  # a str subclass from a __repr__: make it plain data
                 data = marshal.dumps([_plain(r) for r in batch])
+            if len(data) > _BIG_BATCH:  # it may carry a value too long to keep: those are cut
+                cut = [_cut_record(r) for r in batch]
+                if any(a is not b for a, b in zip(cut, batch)):
+                    batch = cut
+                    data = marshal.dumps([_plain(r) for r in cut])
+            if _cut[0] and batch[-1][0] == END:  # the end says how many values were cut
+                _, status, limit, message = batch[-1]
+                note = f"{_cut[0]:,} value(s) longer than {MAX_VALUE:,} characters were cut (marked '… <cut: N characters>')"
+                batch[-1] = (END, status, limit, f"{message}; {note}" if message else note)
+                data = marshal.dumps([_plain(r) for r in batch])
             try:
                 _write_all(self.fd, _HEADER.pack(len(data)), data)
             except OSError:
@@ -191,10 +223,7 @@ class Recorder:
     def end(self, status: str, limit: str | None = None, message: str = "") -> None:
         """Record the end of the run and leave the process at once."""
         sys.settrace(None)
-        if _cut[0]:
-            note = f"{_cut[0]:,} value(s) longer than {MAX_VALUE:,} characters were cut (marked '… <cut: N characters>')"
-            message = f"{message}; {note}" if message else note
-        self.records.append((END, status, limit, message))
+        self.records.append((END, status, limit, message))  # flush adds how many values were cut
         self.flush()
         os._exit(0)
 
@@ -338,11 +367,9 @@ def run_job(job: dict, fd: int) -> None:
         global _in_repr
         if type(value) in bad_types or (hung and hung.get(id(value), hung) is value):
             return placeholder(value, "timed out")
-        if _long_text(value):
-            return _long_text_repr(value)
         _in_repr = True
         try:
-            return cut_repr(repr(value))
+            return repr(value)
         except KeyboardInterrupt as exc:
             return timed_out(value, exc)
         except BaseException as exc:  # noqa: BLE001 - any failure of user code
@@ -352,14 +379,11 @@ def run_job(job: dict, fd: int) -> None:
 
     def reprs(values) -> list:
         global _in_repr
-        values = [*values]
-        if not bad_types and not hung and not any(map(_long_text, values)):
+        values = [*values]  # (before any repr: a finalizer it runs may change the locals)
+        if not bad_types and not hung:
             _in_repr = True
             try:
-                out = [*map(repr, values)]
-                if max(map(len, out), default=0) > MAX_VALUE:
-                    return [*map(cut_repr, out)]
-                return out
+                return [*map(repr, values)]  # (a long one is cut when its batch is sent)
             except KeyboardInterrupt as exc:  # a __repr__ hung: find its class, then go slowly
                 blame(exc)
             except BaseException:  # noqa: BLE001
@@ -388,7 +412,7 @@ def run_job(job: dict, fd: int) -> None:
                 if count >= next_check:
                     checkpoint()
                 snap = frame.f_locals.copy()
-                if _simple(snap.values()):
+                if _simple(map(type, snap.values())):
                     append((LINE, frame.f_lineno, snap))
                 else:
                     keys = (*snap,)
@@ -441,7 +465,7 @@ def run_job(job: dict, fd: int) -> None:
             if count >= next_check:
                 checkpoint()
             snap = frame.f_locals.copy()
-            if _simple(snap.values()):
+            if _simple(map(type, snap.values())):
                 append((CALL, frame.f_lineno, code.co_name, snap))
             else:
                 keys = (*snap,)
