@@ -264,3 +264,22 @@ def test_values_too_long_for_a_trace_are_cut_with_a_mark_and_the_status_says_so(
     assert last["buffer"].startswith("bytearray(b'1919") and cut.search(last["buffer"])
     assert last["values"].startswith("['0000") and cut.search(last["values"])  # the list's repr, cut
     assert "value(s) longer than 65,536 characters were cut" in trace.status.message
+
+
+async def test_unfolding_a_huge_value_draws_a_few_screens_of_it(interpreter):
+    """z on values of 64 Ki characters (the trace's cap): each shows a bounded number of lines
+    and says how much more there is, so a key press stays quick."""
+    from cwmtui.ui.app import CwmApp
+    from cwmtui.ui.state_panel import UNFOLDED_LINES
+
+    from .ui.sessions import model_frames, offline_view
+
+    program = load_program(str(HOSTILE / "large_values.py"))
+    truth = interpreter.trace(program)
+    app = CwmApp(offline_view(program, truth, model_frames(program, truth)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press(":", "9", "enter", "z")
+        await pilot.pause()
+        lines = app.debugger.state_panel.lines
+        assert any("more characters" in line for line in lines)
+        assert len(lines) < 4 * UNFOLDED_LINES + 60  # four long values, not 6,000 lines of them

@@ -19,6 +19,10 @@ from .rendered_panel import RenderedPanel
 LENS_LIMIT = 3  # token lenses shown at once (the first differing string values)
 
 
+#: lines an unfolded value takes at most (the panel scrolls; the export keeps the whole value)
+UNFOLDED_LINES = 120
+
+
 def _cells(value: str | None, width: int, expanded: bool) -> list[str]:
     """A value in a column ``width`` wide: one line cut with "…", or (expanded) wrapped."""
     if value is None:
@@ -28,7 +32,11 @@ def _cells(value: str | None, width: int, expanded: bool) -> list[str]:
         return [value]
     if not expanded:
         return [value[: width - 1] + "…"]
-    return [value[i : i + width] for i in range(0, len(value), width)]
+    shown = UNFOLDED_LINES * width  # a key press draws a few screens of a value, never all of a huge one
+    lines = [value[i : i + width] for i in range(0, min(len(value), shown), width)]
+    if len(value) > shown:
+        lines[-1] = f"… {len(value) - shown + width:,} more characters"[:width]
+    return lines
 
 
 class StatePanel(RenderedPanel):
