@@ -35,7 +35,8 @@ def _cells(value: str | None, width: int, expanded: bool) -> list[str]:
     shown = UNFOLDED_LINES * width  # a key press draws a few screens of a value, never all of a huge one
     lines = [value[i : i + width] for i in range(0, min(len(value), shown), width)]
     if len(value) > shown:
-        lines[-1] = f"… {len(value) - shown + width:,} more characters"[:width]
+        more = len(value) - shown + width
+        lines[-1] = next(t for t in (f"… {more:,} more characters", f"… +{more:,} chars", f"…+{more:,}", "…") if len(t) <= width)
     return lines
 
 
