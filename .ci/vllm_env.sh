@@ -12,4 +12,4 @@ python3.11 -m venv --system-site-packages "$work/venv"  # torch (CPU) from the s
 "$work/venv/bin/python" -m pip install --quiet "$root[hf]"
 "$work/venv/bin/python" -c "import transformers; v = transformers.__version__; assert v == '$pinned', v; print('transformers', v, 'kept')"
 cd "$root"
-"$work/venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_model_dirs.py tests/test_llama_decoder.py tests/test_tokenizers.py
+"$work/venv/bin/python" -m pytest -p no:cacheprovider tests/test_model_dirs.py tests/test_llama_decoder.py tests/test_tokenizers.py
