@@ -550,7 +550,9 @@ class DebugSession:
             # the numbers only: whether programs run in the sandbox is the user's choice now,
             # never a file's
             saved = settings.get("limits") or {}
-            limits = Limits(**{k: saved[k] for k in ("frames", "seconds", "memory", "output", "processes") if k in saved})
+            # (a limit of 0 or less, or not a number, would switch it off: the default stands)
+            limits = Limits(**{k: saved[k] for k in ("frames", "seconds", "memory", "output", "processes")
+                               if type(saved.get(k)) in (int, float) and saved[k] > 0})
             branches = data.get("branches", [])
             if not isinstance(branches, list):
                 raise TypeError("the branches must be a list")

@@ -283,3 +283,29 @@ async def test_unfolding_a_huge_value_draws_a_few_screens_of_it(interpreter):
         lines = app.debugger.state_panel.lines
         assert any(re.search(r"…\+[0-9,]+ +…\+[0-9,]+", line) for line in lines)  # both columns say how much more
         assert len(lines) < 4 * UNFOLDED_LINES + 60  # four long values, not 6,000 lines of them
+
+
+def test_a_key_json_cannot_spell_is_its_repr_and_no_forgery(interpreter, tmp_path):
+    path = tmp_path / "huge_key.py"
+    path.write_text("def f():  # << START_OF_TRACE\n    locals()[10**5000] = 1\n    y = 2\n    return y\n\nf()\n")
+    trace = interpreter.trace(load_program(str(path)))
+    assert trace.status.kind is Status.COMPLETE, trace.status.describe()
+    assert any("<int key>" in (frame.locals or {}) for frame in trace.frames)
+    from cwmtui.interpreter.runner import json_keys
+
+    assert json_keys((10**5000,)) == ("<int key>",)
+
+
+def test_forked_children_that_share_their_parents_memory_are_not_counted_twice(interpreter):
+    """Copy-on-write pages count once (Pss): 300 MiB forked into 7 sleeping children is 300 MiB."""
+    from cwmtui.interpreter import Limits, program_from_source
+
+    source = (
+        "import os, time\n\ndef f():  # << START_OF_TRACE\n    block = bytearray(300 << 20)\n"
+        "    block[::4096] = b'x' * len(block[::4096])\n    kids = []\n    for _ in range(7):\n"
+        "        pid = os.fork()\n        if pid == 0:\n            time.sleep(2)\n            os._exit(0)\n"
+        "        kids.append(pid)\n    for pid in kids:\n        os.waitpid(pid, 0)\n    return len(kids)\n"
+    )
+    trace = interpreter.trace(program_from_source(source, "<cow>", call="f()"), Limits(memory=1024 << 20, seconds=20))
+    assert trace.status.kind is Status.COMPLETE, trace.status.describe()
+    assert trace.return_value() == "7"

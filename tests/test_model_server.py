@@ -736,3 +736,10 @@ def test_quitting_the_debugger_never_waits_on_a_hung_server(tmp_path, tokenizer_
             process.kill()
         os.close(master)
         server.close()
+
+
+def test_answers_are_asked_for_unencoded(vllm):
+    """The answer is read raw, under the size cap: a gzipped body would not parse."""
+    with quick(vllm.url):
+        pass
+    assert all(h.get("Accept-Encoding") == "identity" for h in vllm.headers)

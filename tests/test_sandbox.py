@@ -59,10 +59,10 @@ def test_a_program_in_the_sandbox_writes_only_its_scratch_tmp_and_has_no_network
         written = beside.exists()
         beside.unlink(missing_ok=True)
     assert done[0] == f"could not write {beside}: Read-only file system" and not written
-    assert done[1].startswith("wrote /tmp/cwmtui-sandbox-") and done[1].endswith("/cwmtui-sandbox-probe")  # home: the scratch
-    assert done[2] == "could not write /tmp/cwmtui-sandbox-probe: Read-only file system"  # /tmp itself is the host's
+    assert done[1] == "wrote /tmp/home/cwmtui-sandbox-probe"  # home: in the scratch /tmp
+    assert done[2] == "wrote /tmp/cwmtui-sandbox-probe"  # the sandbox's own /tmp, not the host's
     assert done[3].startswith("no connection")
-    assert not probe.exists() and not list(Path("/tmp").glob("cwmtui-sandbox-*/cwmtui-sandbox-probe"))
+    assert not probe.exists() and not (Path.home() / "cwmtui-sandbox-probe").exists()
     assert not (Path.home() / "cwmtui-sandbox-probe").exists()
 
 
@@ -127,3 +127,71 @@ def test_nothing_a_program_started_is_left_in_the_sandbox():
         assert interpreter.trace(left).return_value() == "'left'"
         pids = ast.literal_eval(interpreter.trace(census).return_value())
     assert len(pids) == 3, pids
+
+
+PROBE = """import os, socket
+
+def probe(paths):  # << START_OF_TRACE
+    caps = [line.split()[1] for line in open('/proc/self/status') if line.startswith('CapEff')][0]
+    seen = sorted(k for k in os.environ if k in ('SSH_AUTH_SOCK', 'DBUS_SESSION_BUS_ADDRESS', 'DISPLAY', 'SECRET_TOKEN'))
+    reached = []
+    for path in paths:
+        try:
+            client = socket.socket(socket.AF_UNIX)
+            client.connect(path)
+            reached.append(path)
+        except OSError:
+            pass
+    try:
+        os.system('mount -o remount,rw / 2>/dev/null')
+        open('/etc/cwmtui-sandbox-probe', 'w').write('x')
+        wrote = True
+    except OSError:
+        wrote = False
+    return caps, seen, reached, wrote
+"""
+
+
+@needs_sandbox
+def test_the_sandbox_drops_every_capability_names_no_socket_and_reaches_none(tmp_path, monkeypatch):
+    """Even run as root, a program in the sandbox has no capability (it cannot remount the
+    file system), sees no agent/bus/display variable, and cannot connect to a host unix socket
+    in /tmp or /run."""
+    from cwmtui.interpreter import program_from_source
+
+    sockets = []
+    for folder in (tmp_path, Path("/run") if os.access("/run", os.W_OK) else tmp_path):
+        path = folder / f"cwmtui-test-{os.getpid()}.sock"
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(path))
+        server.listen()
+        sockets.append((server, path))
+    monkeypatch.setenv("SSH_AUTH_SOCK", str(sockets[0][1]))
+    monkeypatch.setenv("SECRET_TOKEN", "t0ken")
+    try:
+        program = program_from_source(PROBE, "<probe>", call=f"probe({[str(p) for _, p in sockets]!r})")
+        with Interpreter() as interpreter:
+            trace = interpreter.trace(program, Limits(sandbox=True))
+        caps, seen, reached, wrote = ast.literal_eval(trace.return_value())
+    finally:
+        for server, path in sockets:
+            server.close()
+            path.unlink(missing_ok=True)
+        Path("/etc/cwmtui-sandbox-probe").unlink(missing_ok=True)
+    assert (caps, seen, reached, wrote) == ("0000000000000000", [], [], False)
+
+
+def test_a_session_file_cannot_switch_a_limit_off(tmp_path, interpreter):
+    import json
+
+    from cwmtui.session import DebugSession
+
+    program = load_program(str(HOSTILE / "locals_keys.py"))
+    session = DebugSession(program, None, truth=interpreter.trace(program))
+    path = tmp_path / "s.json"
+    session.save(str(path))
+    data = json.loads(path.read_text())
+    data.setdefault("settings", {})["limits"] = {"processes": 0, "memory": 0, "seconds": "forever", "frames": 50}
+    path.write_text(json.dumps(data))
+    loaded = DebugSession.load(str(path)).limits
+    assert (loaded.processes, loaded.memory, loaded.seconds, loaded.frames) == (Limits().processes, Limits().memory, Limits().seconds, 50)

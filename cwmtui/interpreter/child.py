@@ -99,6 +99,7 @@ def cut_repr(text: str) -> str:
 
 
 _TEXT_TYPES = (str, bytes, bytearray)
+_sizeof = sys.getsizeof  # an object's own size bounds a text's length: a C-speed first look
 
 
 def _long_text(value) -> bool:
@@ -367,6 +368,8 @@ def run_job(job: dict, fd: int) -> None:
         global _in_repr
         if type(value) in bad_types or (hung and hung.get(id(value), hung) is value):
             return placeholder(value, "timed out")
+        if _long_text(value):  # its start, without building the whole repr of a huge text
+            return _long_text_repr(value)
         _in_repr = True
         try:
             return repr(value)
@@ -380,7 +383,7 @@ def run_job(job: dict, fd: int) -> None:
     def reprs(values) -> list:
         global _in_repr
         values = [*values]  # (before any repr: a finalizer it runs may change the locals)
-        if not bad_types and not hung:
+        if not bad_types and not hung and max(map(_sizeof, values), default=0) <= MAX_VALUE:
             _in_repr = True
             try:
                 return [*map(repr, values)]  # (a long one is cut when its batch is sent)
@@ -575,10 +578,11 @@ def _child(job: dict, rec_w: int, out_w: int, err_w: int) -> None:
     os.dup2(err_w, 2)
     memory = job["limits"]["memory"]
     if memory:
-        try:
-            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-        except (ValueError, OverflowError, OSError):  # over what rlim_t holds: no limit
-            pass
+        for limit in (resource.RLIMIT_AS, resource.RLIMIT_FSIZE):  # no file larger than the memory limit either
+            try:
+                resource.setrlimit(limit, (memory, memory))
+            except (ValueError, OverflowError, OSError):  # over what rlim_t holds: no limit
+                pass
     try:
         run_job(job, rec_w)
     finally:
@@ -708,13 +712,30 @@ class ProcessTree:
         return found
 
     def resident(self, pids: list[int]) -> int:
+        """The memory the processes hold: their proportional share of each page (Pss: a page
+        that forked children share counts once), plus what they wrote into the sandbox's own
+        /tmp and /dev/shm (memory too: tmpfs)."""
         total = 0
         for pid in pids:
             try:
-                with open(f"/proc/{pid}/statm", "rb") as handle:
-                    total += int(handle.read().split()[1]) * self.PAGE
+                with open(f"/proc/{pid}/smaps_rollup", "rb") as handle:
+                    for line in handle:
+                        if line.startswith(b"Pss:"):
+                            total += int(line.split()[1]) * 1024
+                            break
             except (OSError, ValueError, IndexError):
-                pass
+                try:  # no smaps_rollup (an older kernel): resident pages
+                    with open(f"/proc/{pid}/statm", "rb") as handle:
+                        total += int(handle.read().split()[1]) * self.PAGE
+                except (OSError, ValueError, IndexError):
+                    pass
+        if _SANDBOXED:
+            for folder in ("/tmp", "/dev/shm"):
+                try:
+                    info = os.statvfs(folder)
+                    total += (info.f_blocks - info.f_bfree) * info.f_frsize
+                except OSError:
+                    pass
         return total
 
     def over(self, processes: int, memory: int) -> str | None:
@@ -766,6 +787,7 @@ class ProcessTree:
 
 
 _SUBREAPER = False
+_SANDBOXED = os.environ.get("CWMTUI_SANDBOX") == "1"  # /tmp and /dev/shm are this sandbox's own tmpfs
 
 
 def serve() -> None:

@@ -11,7 +11,6 @@ import signal
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 from dataclasses import asdict, dataclass
 from typing import Callable
@@ -64,29 +63,46 @@ def _json_key(key) -> str:
     if isinstance(key, str):
         return key
     if key is None or isinstance(key, (bool, int, float)):
-        return json.dumps({key: 0})[2:-5]  # json's own spelling: true, null, 1.5, Infinity
-    return repr(key)
+        try:
+            return json.dumps({key: 0})[2:-5]  # json's own spelling: true, null, 1.5, Infinity
+        except ValueError:  # an int past what str() converts (10**5000)
+            pass
+    try:
+        return repr(key)
+    except ValueError:
+        return f"<{type(key).__name__} key>"
 
 
 _sandbox: list | None = None  # [path of bwrap] once found usable, [] once found not
 
 
-def sandbox_command(scratch: str) -> list[str] | None:
+#: the variables a program in the sandbox sees (besides HOME and TMPDIR, which point into its
+#: scratch): no agent, bus or display socket is named to it
+SANDBOX_ENVIRONMENT = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "PYTHONHASHSEED",
+                       "PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING", "CWMTUI_PURE_TRACER")
+#: what the sandbox covers with a private tmpfs: the scratch (/tmp) and where sockets live
+SANDBOX_HIDDEN = ("/tmp", "/run", "/var/run")
+
+
+def sandbox_command(env: dict[str, str]) -> list[str] | None:
     """The command that puts a process in the sandbox, or None where bubblewrap is missing or
     cannot make one here (no user namespaces; found out once per process).
 
-    bubblewrap's view of the system for the fork server and every program it runs: the whole
-    file system read-only; ``scratch`` (an empty folder of the host's) a private tmpfs, the only
-    place it can write (TMPDIR and HOME point there), gone with the server; its own /dev and
-    /proc; no network (a network namespace of its own, not even the host's loopback); its own
-    process ids (nothing it starts survives the sandbox); killed with cwmtui."""
+    bubblewrap's view of the system for the fork server and every program it runs: a user
+    namespace with no capability (even for root: nothing can be remounted), the whole file system
+    read-only, a private /tmp (the only place it can write, HOME and TMPDIR, the same path on
+    every run, gone with the server) and a private /run (no host sockets there: agents, buses,
+    Docker), the folders it needs from under those bound back read-only (the working folder, the
+    Python installation), its own /dev and /proc, no network, its own process ids, only the
+    variables of SANDBOX_ENVIRONMENT, killed with cwmtui. ``env``: the variables to pass on."""
     if not sandbox_available():
         return None
     try:
         here = os.getcwd()
     except OSError:  # the folder cwmtui runs in was deleted
         here = "/"
-    return [_sandbox[0], *_sandbox_args(scratch), "--chdir", here]
+    needed = [here, sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(child.__file__)), *sys.path]
+    return [_sandbox[0], *_sandbox_args(needed, env), "--chdir", here]
 
 
 def sandbox_available() -> bool:
@@ -96,29 +112,34 @@ def sandbox_available() -> bool:
         _sandbox = []
         bwrap = shutil.which("bwrap")
         if bwrap is not None:
-            scratch = tempfile.mkdtemp(prefix="cwmtui-sandbox-")
             try:
-                probe = subprocess.run([bwrap, *_sandbox_args(scratch), "--", "true"], capture_output=True, timeout=10)
+                probe = subprocess.run([bwrap, *_sandbox_args([], {}), "--", "true"], capture_output=True, timeout=10)
             except (OSError, subprocess.SubprocessError):
                 probe = None
-            finally:
-                shutil.rmtree(scratch, ignore_errors=True)
             if probe is not None and probe.returncode == 0:
                 _sandbox = [bwrap]
     return bool(_sandbox)
 
 
-def _sandbox_args(scratch: str) -> list[str]:
-    return [
-        "--ro-bind", "/", "/",
-        "--dev", "/dev",
-        "--proc", "/proc",
-        "--tmpfs", scratch,
-        "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-        "--die-with-parent",
-        "--setenv", "TMPDIR", scratch,
-        "--setenv", "HOME", scratch,
-    ]
+def _sandbox_args(needed: list[str], env: dict[str, str]) -> list[str]:
+    args = ["--unshare-user", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for hidden in SANDBOX_HIDDEN:
+        if os.path.isdir(hidden) and not os.path.islink(hidden):
+            args += ["--tmpfs", hidden]
+    back = sorted({os.path.realpath(p) for p in needed if p and os.path.isdir(p)
+                   and any(os.path.realpath(p).startswith(h + "/") for h in SANDBOX_HIDDEN)})
+    for path in back:  # under a hidden folder, but needed: read-only, as it is
+        args += ["--ro-bind", path, path]
+    args += ["--dir", "/tmp/home", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+             "--die-with-parent", "--clearenv"]
+    for name in SANDBOX_ENVIRONMENT:
+        if name in env:
+            args += ["--setenv", name, env[name]]
+    import site
+
+    args += ["--setenv", "HOME", "/tmp/home", "--setenv", "TMPDIR", "/tmp", "--setenv", "CWMTUI_SANDBOX", "1",
+             "--setenv", "PYTHONUSERBASE", site.getuserbase()]  # ~/.local's packages, as outside
+    return args
 
 
 def sandbox_warning(limits: "Limits") -> str | None:
@@ -277,7 +298,6 @@ class Interpreter:
         self._accelerated = accelerated
         self._process: subprocess.Popen | None = None
         self._sandboxed = False  # whether the running fork server is in the sandbox
-        self._scratch: str | None = None  # the host folder the sandbox's scratch tmpfs covers
         self._lock = threading.Lock()
         self.warning = version_warning()
 
@@ -300,22 +320,16 @@ class Interpreter:
                 process.kill()
                 process.wait()
             process.stdout.close()
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)  # empty: the writes went to a tmpfs
-            self._scratch = None
 
     def _server(self, sandbox: bool = True) -> subprocess.Popen:
         if self._process is not None and self._sandboxed != (sandbox and sandbox_available()):
             self.close()  # a run asks for the other kind of server
         if self._process is None or self._process.poll() is not None:
-            wrapper = None
-            if sandbox:
-                self._scratch = self._scratch or tempfile.mkdtemp(prefix="cwmtui-sandbox-")
-                wrapper = sandbox_command(self._scratch)
             env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
             env.pop("PYTHONSTARTUP", None)
             if not self._accelerated:
                 env["CWMTUI_PURE_TRACER"] = "1"
+            wrapper = sandbox_command(env) if sandbox else None
             command = [self._python, child.__file__]
             if wrapper is not None:
                 command = [*wrapper, "--", *command]

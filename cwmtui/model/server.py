@@ -76,7 +76,8 @@ class _Http:
         self.backoff = backoff
         self.api_key = api_key
         self._aborted = False
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # identity: the body is read raw (iter_raw), under the size cap, so it must not be gzipped
+        headers = {"Accept-Encoding": "identity"} | ({"Authorization": f"Bearer {api_key}"} if api_key else {})
         # each read waits at most this long; the deadline is checked between reads
         wait = httpx.Timeout(min(timeout, _READ_WAIT), connect=min(timeout, 10.0))
         self.client = httpx.Client(timeout=wait, headers=headers, auth=auth)

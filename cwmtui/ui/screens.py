@@ -209,8 +209,8 @@ class EditLocalsScreen(ModalScreen[dict | None]):
                 yield Label(self.reason or "this session has no live model: edits need one", classes="modal-error")
             with VerticalScroll():
                 for i, (name, value) in enumerate(self.values.items()):
-                    yield Label(name, classes="local-name", markup=False)  # a model-written name
-                    yield Input(value, id=f"local-{i}")
+                    yield Label(printable(name), classes="local-name", markup=False)  # a model-written name
+                    yield Input(printable(value), id=f"local-{i}")  # a __repr__'s controls shown, not sent
             yield Label("enter on the last field or ctrl+s: run the model from this state · esc: cancel",
                         classes="modal-hint", id="edit-hint", markup=False)  # later lists names
 
@@ -220,8 +220,13 @@ class EditLocalsScreen(ModalScreen[dict | None]):
             inputs.first().focus()
 
     def edited(self) -> dict[str, str]:
-        names = list(self.values)
-        return {names[i]: self.query_one(f"#local-{i}", Input).value for i in range(len(names))}
+        """The values as edited; a field left as shown keeps its value exactly (a value whose
+        control characters the field shows escaped is not changed by showing it)."""
+        out = {}
+        for i, (name, value) in enumerate(self.values.items()):
+            typed = self.query_one(f"#local-{i}", Input).value
+            out[name] = value if typed == printable(value) else typed
+        return out
 
     @on(Input.Submitted)
     def submitted(self, event: Input.Submitted) -> None:
