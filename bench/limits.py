@@ -87,7 +87,8 @@ def run_case(argv: list[str]) -> dict:
     """cwmtui ``argv``, watched: wall, cwmtui's own peak memory, the tree's, leftovers."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     began = time.monotonic()
-    process = subprocess.Popen([sys.executable, "-m", "cwmtui", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    sink, errors = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # (a pipe nobody reads would block it)
+    process = subprocess.Popen([sys.executable, "-m", "cwmtui", *argv], stdout=sink, stderr=errors)
     tree_peak, seen = 0, set()
     while process.poll() is None:
         pids = descendants(process.pid)
@@ -95,7 +96,9 @@ def run_case(argv: list[str]) -> dict:
         tree_peak = max(tree_peak, resident(pids))
         time.sleep(0.02)
     wall = time.monotonic() - began
-    out, err = process.communicate()
+    sink.seek(0)
+    errors.seek(0)
+    out, err = sink.read(), errors.read()
     own = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     time.sleep(1.0)
     left = [pid for pid in seen if os.path.exists(f"/proc/{pid}") and _alive(pid)]
