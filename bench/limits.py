@@ -10,8 +10,8 @@ Each hostile program of tests/hostile/ (and one made here: 200 values of 20 MB) 
   target);
 - cwmtui MiB: the peak resident memory of the cwmtui process itself (``ru_maxrss`` of the
   direct child);
-- tree MiB: the peak resident memory summed over the program's processes, sampled every 20 ms
-  from /proc (the fork server's descendants);
+- tree MiB: the peak memory (Pss) summed over the program's processes, sampled every 20 ms from
+  /proc with the fork server's own ProcessTree (cwmtui's descendants);
 - left: processes of the run still alive one second after cwmtui exited (target 0);
 - status: the trace's end, as cwmtui names it.
 
@@ -34,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = ROOT / "tests" / "hostile"
 sys.path.insert(0, str(ROOT))
+from cwmtui.interpreter.child import ProcessTree  # noqa: E402
 
 BIG_VALUES = """def f():  # << START_OF_TRACE
     values = []
@@ -53,47 +54,18 @@ LOOP = """def f(n):  # << START_OF_TRACE
 """
 
 
-def descendants(root: int) -> list[int]:
-    found, stack = [], [root]
-    while stack:
-        pid = stack.pop()
-        try:
-            tasks = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{pid}/task/{task}/children") as handle:
-                    children = [int(c) for c in handle.read().split()]
-            except OSError:
-                continue
-            found += children
-            stack += children
-    return found
-
-
-def resident(pids: list[int]) -> int:
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/statm") as handle:
-                total += int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError, IndexError):
-            pass
-    return total
-
-
 def run_case(argv: list[str]) -> dict:
     """cwmtui ``argv``, watched: wall, cwmtui's own peak memory, the tree's, leftovers."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     began = time.monotonic()
     sink, errors = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # (a pipe nobody reads would block it)
     process = subprocess.Popen([sys.executable, "-m", "cwmtui", *argv], stdout=sink, stderr=errors)
+    tree = ProcessTree(process.pid, process.pid)  # the fork server's own accounting, from outside
     tree_peak, seen = 0, set()
     while process.poll() is None:
-        pids = descendants(process.pid)
+        pids = tree.pids()
         seen.update(pids)
-        tree_peak = max(tree_peak, resident(pids))
+        tree_peak = max(tree_peak, tree.resident(pids))
         time.sleep(0.02)
     wall = time.monotonic() - began
     sink.seek(0)

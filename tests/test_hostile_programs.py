@@ -133,9 +133,10 @@ def test_a_redirected_stdout_can_be_closed_and_file_is_absolute(interpreter, tmp
     assert trace.stdout == "bye\n"
 
 
-def run_in_a_terminal(argv: list[str], until, then) -> tuple[int, bytes]:
+def run_in_a_terminal(argv: list[str], until, then, terminal: list | None = None) -> tuple[int, bytes]:
     """cwmtui in a pseudo-terminal: ``then(pid)`` once ``until(screen)``; the exit code and
-    everything it wrote to the terminal."""
+    everything it wrote to the terminal (``terminal`` receives the terminal's file descriptor,
+    to type into)."""
     import os
     import pty
     import subprocess
@@ -144,6 +145,8 @@ def run_in_a_terminal(argv: list[str], until, then) -> tuple[int, bytes]:
     import time
 
     master, slave = pty.openpty()
+    if terminal is not None:
+        terminal.append(master)
     env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40")
     process = subprocess.Popen([sys.executable, "-m", "cwmtui", *argv], stdin=slave, stdout=slave, stderr=slave,
                                env=env, close_fds=True)

@@ -691,55 +691,28 @@ def test_quitting_the_debugger_never_waits_on_a_hung_server(tmp_path, tokenizer_
     """The model's call hangs (a server that accepted the request and never answers): q ends
     the cwmtui process at once; the worker thread blocked on the network does not hold it."""
     import os
-    import pty
-    import subprocess
-    import sys
+
+    from .test_hostile_programs import run_in_a_terminal
 
     program = tmp_path / "p.py"
     program.write_text(SOURCE + "\nf(4)\n")
     server = FakeServer("vllm")
     server.actions["/v1/completions"] = [("sleep", 60)] * 4
-    master, slave = pty.openpty()
-    env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "cwmtui", str(program), "--server", server.url, "--tokenizer", tokenizer_dir, "--no-sandbox"],
-        stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True,
-    )
-    os.close(slave)
-    screen = bytearray()
+    pressed: list[float] = []
 
-    def drain() -> None:  # a terminal is read: the app's writes must never block
-        while True:
-            try:
-                data = os.read(master, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            screen.extend(data)
-
-    threading.Thread(target=drain, daemon=True).start()
-    try:
-        for _ in range(600):  # until the model's first call is in flight
-            time.sleep(0.05)
-            if any(path == "/v1/completions" for path, _ in server.requests):
-                break
-        else:
-            raise AssertionError("the debugger never called the server")
+    def quit_now(pid: int) -> None:
+        assert any(path == "/v1/completions" for path, _ in server.requests), "the debugger never called the server"
         time.sleep(0.3)
-        began = time.monotonic()
-        os.write(master, b"q")
-        process.wait(timeout=15)
-        assert time.monotonic() - began < 5
+        pressed.append(time.monotonic())
+        os.write(terminal[0], b"q")
+
+    terminal: list[int] = []
+    try:
+        code, _ = run_in_a_terminal(
+            [str(program), "--server", server.url, "--tokenizer", tokenizer_dir, "--no-sandbox"],
+            until=lambda screen: any(path == "/v1/completions" for path, _ in server.requests),
+            then=quit_now, terminal=terminal,
+        )
+        assert code == 0 and time.monotonic() - pressed[0] < 5
     finally:
-        if process.poll() is None:
-            process.kill()
-        os.close(master)
         server.close()
-
-
-def test_answers_are_asked_for_unencoded(vllm):
-    """The answer is read raw, under the size cap: a gzipped body would not parse."""
-    with quick(vllm.url):
-        pass
-    assert all(h.get("Accept-Encoding") == "identity" for h in vllm.headers)
