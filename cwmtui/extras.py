@@ -1,5 +1,5 @@
-"""The optional parts of the install: which extra brings which import, and the one-line error
-when it is missing.
+"""The optional parts of the install: the one-line error that names the extra to install when
+a module of one is missing.
 
 The core install (the TUI, the headless verbs, the bundled model, ``--server`` and ``--replay``)
 needs neither torch nor transformers; ``pip install 'cwmtui[hf]'`` adds them for ``--model``.
@@ -9,14 +9,6 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-
-#: extra -> what it is for, as the error says it
-EXTRAS = {
-    "hf": "a --model directory through transformers (torch, transformers, accelerate)",
-    "cwm-tokenizer": "Meta's tokenizer.model and CWM's own tokenizer (tiktoken, llama-models)",
-    "plot": "cwmtui eval --plot (matplotlib)",
-    "train": "cwmtui train (torch, transformers, matplotlib)",
-}
 
 
 def missing(extra: str, what: str, module: str) -> str:

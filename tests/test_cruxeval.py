@@ -6,8 +6,6 @@ The full run (all 800 programs) is ``python scripts/cruxeval_check.py``.
 import ast
 import json
 
-import pytest
-
 from cwmtui.interpreter import cruxeval_program
 from cwmtui.trace import Event
 

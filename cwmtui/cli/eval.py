@@ -257,7 +257,6 @@ def show(report: dict, args) -> None:
         print(json.dumps(report, sort_keys=False))
         return
     from ..evaluation.tables import report_renderables
-    from .console import TerminalConsole
 
     TerminalConsole().print(report_renderables(report))
     if args.plot:

@@ -20,7 +20,6 @@ reports it did not serve from its cache, or the whole prompt when it does not sa
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
