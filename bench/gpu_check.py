@@ -29,30 +29,18 @@ import os
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 
 def build_tiny(path: str) -> str:
-    """A small random CwmForCausalLM (Meta's architecture) with the byte tokenizer."""
-    import torch
-    from transformers import CwmConfig, CwmForCausalLM
+    """A small random CwmForCausalLM (Meta's architecture) with the byte tokenizer: the tests'
+    builder, at a size where the GPU has something to do."""
+    from tests.tiny_models import build_tiny_cwm
 
-    from cwmtui.model.byte_tokenizer import build_byte_tokenizer
-
-    tokenizer = build_byte_tokenizer()
-    config = CwmConfig(
-        vocab_size=len(tokenizer), hidden_size=256, intermediate_size=768, num_hidden_layers=4,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=64, max_position_embeddings=16384,
-        sliding_window=128, layer_types=["full_attention", "sliding_attention", "sliding_attention", "full_attention"],
-        bos_token_id=tokenizer.convert_tokens_to_ids("<|begin_of_text|>"), eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    torch.manual_seed(0)
-    CwmForCausalLM(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+    return str(build_tiny_cwm(Path(path), hidden=256, heads=4, kv_heads=2, sliding_window=128, positions=16384))
 
 
 def run(backend, program, budget: int) -> dict:

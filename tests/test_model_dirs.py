@@ -14,7 +14,7 @@ from cwmtui.model.backend import BUNDLED_DIR
 from cwmtui.model.hf import TransformersBackend, kv_bytes_per_token, offload_warning, plan_placement
 from cwmtui.model.tokenizer import load_tokenizer
 
-from .tiny_models import build_tiny_model
+from .tiny_models import build_tiny_cwm, build_tiny_model
 
 EVIL = "import pathlib\npathlib.Path({marker!r}).write_text('ran')\n\nclass EvilModel:\n    pass\n"
 
@@ -94,24 +94,7 @@ def full_logits(backend, ids):
 @pytest.fixture(scope="module")
 def cwm_dir(tmp_path_factory):
     """A tiny random CwmForCausalLM (Meta's architecture: sliding-window and full layers)."""
-    import torch
-    from transformers import CwmConfig, CwmForCausalLM
-
-    from cwmtui.model.byte_tokenizer import build_byte_tokenizer
-
-    tokenizer = build_byte_tokenizer()
-    config = CwmConfig(
-        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=4,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=4096,
-        sliding_window=16, layer_types=["full_attention", "sliding_attention", "sliding_attention", "full_attention"],
-        bos_token_id=tokenizer.convert_tokens_to_ids("<|begin_of_text|>"), eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("cwm") / "model"
-    CwmForCausalLM(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+    return build_tiny_cwm(tmp_path_factory.mktemp("cwm") / "model")
 
 
 def test_cached_decoding_gives_the_logits_of_a_full_forward_pass(cwm_dir):

@@ -96,20 +96,24 @@ def test_no_sandbox_to_be_had_is_one_line_and_the_program_still_runs(tmp_path, c
     assert capsys.readouterr().err == ""
 
 
-def test_a_session_file_cannot_turn_the_sandbox_off(tmp_path, interpreter):
+def limits_read_back(tmp_path, interpreter, saved: dict) -> Limits:
+    """The limits of a session file whose settings say ``saved``, as the session reads them."""
     import json
 
     from cwmtui.session import DebugSession
 
     program = load_program(str(HOSTILE / "locals_keys.py"))
-    session = DebugSession(program, None, truth=interpreter.trace(program))
     path = tmp_path / "s.json"
-    session.save(str(path))
+    DebugSession(program, None, truth=interpreter.trace(program)).save(str(path))
     data = json.loads(path.read_text())
-    data.setdefault("settings", {})["limits"] = {"seconds": 3.0, "sandbox": False}
+    data.setdefault("settings", {})["limits"] = saved
     path.write_text(json.dumps(data))
-    loaded = DebugSession.load(str(path))
-    assert loaded.limits.seconds == 3.0 and loaded.limits.sandbox is True
+    return DebugSession.load(str(path)).limits
+
+
+def test_a_session_file_cannot_turn_the_sandbox_off(tmp_path, interpreter):
+    loaded = limits_read_back(tmp_path, interpreter, {"seconds": 3.0, "sandbox": False})
+    assert loaded.seconds == 3.0 and loaded.sandbox is True
 
 
 @needs_sandbox
@@ -182,16 +186,5 @@ def test_the_sandbox_drops_every_capability_names_no_socket_and_reaches_none(tmp
 
 
 def test_a_session_file_cannot_switch_a_limit_off(tmp_path, interpreter):
-    import json
-
-    from cwmtui.session import DebugSession
-
-    program = load_program(str(HOSTILE / "locals_keys.py"))
-    session = DebugSession(program, None, truth=interpreter.trace(program))
-    path = tmp_path / "s.json"
-    session.save(str(path))
-    data = json.loads(path.read_text())
-    data.setdefault("settings", {})["limits"] = {"processes": 0, "memory": 0, "seconds": "forever", "frames": 50}
-    path.write_text(json.dumps(data))
-    loaded = DebugSession.load(str(path)).limits
+    loaded = limits_read_back(tmp_path, interpreter, {"processes": 0, "memory": 0, "seconds": "forever", "frames": 50})
     assert (loaded.processes, loaded.memory, loaded.seconds, loaded.frames) == (Limits().processes, Limits().memory, Limits().seconds, 50)

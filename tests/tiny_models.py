@@ -44,6 +44,30 @@ def build_tiny_model(path: Path, seed: int = 0, hidden: int = 64, layers: int = 
     return path
 
 
+def build_tiny_cwm(path: Path, hidden: int = 32, layers: int = 4, heads: int = 4, kv_heads: int = 2,
+                   sliding_window: int = 16, positions: int = 4096, seed: int = 0) -> Path:
+    """A tiny random CwmForCausalLM (Meta's architecture: sliding-window layers between full
+    ones, first and last full) with the byte tokenizer, saved to ``path``."""
+    import torch
+    from transformers import CwmConfig, CwmForCausalLM
+
+    from cwmtui.model.byte_tokenizer import build_byte_tokenizer
+
+    tokenizer = build_byte_tokenizer()
+    kinds = ["full_attention"] + ["sliding_attention"] * (layers - 2) + ["full_attention"]
+    config = CwmConfig(
+        vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=hidden * 2 if hidden < 64 else hidden * 3,
+        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=hidden // heads,
+        max_position_embeddings=positions, sliding_window=sliding_window, layer_types=kinds,
+        bos_token_id=tokenizer.convert_tokens_to_ids("<|begin_of_text|>"), eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    torch.manual_seed(seed)
+    CwmForCausalLM(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
 class ScriptedBackend(TransformersBackend):
     """Emits ``script[position]`` (the script is a whole token sequence, prompt included) while
     running the real model; past the end of the script it emits end of text."""
