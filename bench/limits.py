@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=10.0)
     parser.add_argument("--memory", type=int, default=2048, help="MiB")
     parser.add_argument("--no-sandbox", action="store_true")
-    parser.add_argument("--replay-frames", default="5000,20000", help="frames of the replay files timed (comma list)")
+    parser.add_argument("--replay-frames", default="5000,20000,200000", help="frames of the replay files timed (comma list)")
     parser.add_argument("--replay-timeout", type=float, default=300.0)
     args = parser.parse_args(argv)
     limits = ["--timeout", str(args.timeout), "--memory", str(args.memory)] + (["--no-sandbox"] if args.no_sandbox else [])
@@ -140,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
             path = replay_file(scratch, frames)
             began = time.monotonic()
             try:
-                subprocess.run([sys.executable, "-m", "cwmtui", "diff", "--replay", path, "--id", "a", "--json"],
+                subprocess.run([sys.executable, "-m", "cwmtui", "diff", "--replay", path, "--id", "a", "--json",
+                                "--max-frames", str(frames + 10), "--timeout", "120"],
                                capture_output=True, timeout=args.replay_timeout)
                 took = f"{time.monotonic() - began:>9.1f}"
             except subprocess.TimeoutExpired:

@@ -32,9 +32,9 @@ from typing import Callable, Sequence
 
 import orjson
 
-from .analysis.compare import Comparison, compare
+from .analysis.compare import Comparison
 from .analysis.lens import Lens, byte_pieces, token_lens
-from .analysis.recovery import Recovery, recovery, teacher_force
+from .analysis.recovery import Recovery, recovery, score_forced, teacher_force
 from .interpreter import Interpreter, Limits, Program
 from .files import read_bytes
 from .json_lines import DAMAGED_DATA
@@ -275,7 +275,11 @@ class DebugSession:
 
     def _run(self, branch: Branch, rollout, on_frame, cancel) -> Branch:
         def forward(frame: Frame) -> None:
-            branch.frames = list(rollout.frames)
+            frames = rollout.frames
+            if len(branch.frames) == len(frames) - 1 and branch.frames is not frames:
+                branch.frames.append(frame)  # O(1): a long replay streams in linear time
+            else:
+                branch.frames = list(frames)
             if on_frame is not None:
                 on_frame(branch, len(rollout.frames) - 1, frame)
 
@@ -297,7 +301,7 @@ class DebugSession:
 
     def compare_branch(self, branch: Branch) -> Comparison:
         """(Re)compare a branch with the truth; cheap enough to call while it streams."""
-        comparison = compare(self.truth, branch.frames, branch.status)
+        comparison = score_forced(self.truth, branch.frames, branch.status, branch.forced_steps)
         branch.comparison = comparison
         if branch.at_step is not None and branch.intervention and branch.intervention.get("kind") != "teacher_force":
             row = comparison.row_of_model(branch.at_step)
@@ -416,11 +420,15 @@ class DebugSession:
             self.branches.append(branch)
 
         def forward(index: int, frame: Frame) -> None:
-            branch.frames = list(rollout.frames)
+            frames = rollout.frames
+            if len(branch.frames) >= index and branch.frames is not frames:
+                branch.frames[index:] = frames[index:]  # O(1): a forced step replaced the model's frame
+            else:
+                branch.frames = list(frames)
             if on_frame is not None:
                 on_frame(branch, index, frame)
 
-        branch.forced_steps = teacher_force(rollout, self.truth.frames, forward, cancel)
+        teacher_force(rollout, self.truth.frames, forward, cancel, forced=branch.forced_steps)
         self._refresh(branch)
         return branch
 

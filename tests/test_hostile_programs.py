@@ -312,3 +312,53 @@ def test_forked_children_that_share_their_parents_memory_are_not_counted_twice(i
     trace = interpreter.trace(program_from_source(source, "<cow>", call="f()"), Limits(memory=1024 << 20, seconds=20))
     assert trace.status.kind is Status.COMPLETE, trace.status.describe()
     assert trace.return_value() == "7"
+
+
+def test_the_memory_bomb_is_stopped_by_the_memory_limit_and_named_so():
+    """#22: the held-out memory bomb took 17 s for a 10 s limit and was reported as a time limit,
+    because the list of 64 MiB bytearrays was repr'd whole on every line."""
+    import subprocess
+    import sys
+    import time
+
+    began = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "cwmtui", "trace", str(HOSTILE / "memory_bomb.py"), "--format", "json",
+                           "--timeout", "10", "--memory", "1024"], capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - began
+    assert "trace limit (memory limit): the program ran out of memory" in done.stderr, done.stderr
+    assert took < 10  # the memory limit, long before the time limit
+
+
+@pytest.mark.parametrize("accelerated", [True, False])
+def test_a_container_of_huge_texts_is_cut_without_building_its_repr(accelerated):
+    from cwmtui.interpreter import Interpreter, Limits
+
+    with Interpreter(accelerated=accelerated) as interpreter:
+        trace = interpreter.trace(load_program(str(HOSTILE / "huge_items.py")), Limits(memory=2048 << 20, seconds=20))
+    assert trace.status.kind is Status.COMPLETE, trace.status.describe()
+    assert trace.return_value() == "8"
+    last = trace.frames[-2].locals
+    assert last["shelf"].startswith("[bytearray(b'\\x00\\x00") and last["shelf"].endswith("… <cut: over 65,536 characters>")
+    assert last["index"].startswith("{'text': 'xxxx") and last["index"].endswith("… <cut: over 65,536 characters>")
+    assert max(len(v) for f in trace.frames for v in (f.locals or {}).values()) < 65_536 + 100
+    assert "value(s) longer than 65,536 characters were cut" in trace.status.message
+
+
+def test_a_bounded_repr_is_repr_exactly_where_it_is_short_and_its_start_where_it_is_not():
+    from cwmtui.interpreter.child import MAX_VALUE, _bounded_repr, _repr_floor
+
+    cyclic, looped = [], {}
+    cyclic.append(cyclic)
+    looped["self"] = looped
+    wrapped = ([],)
+    wrapped[0].append(wrapped)
+    nested = 0
+    for depth in range(80):  # deeper than the floor looks: built carefully, still exact
+        nested = [nested, (depth,)] if depth % 2 else {"k": (nested,)}
+    small = [1, (2,), {3: "x", "y": b"z"}, {4}, frozenset({5}), set(), frozenset(), (), [], {}, bytearray(b"q")]
+    for value in (cyclic, looped, wrapped, small, [[[[()]]]], nested):
+        assert _bounded_repr(value) == repr(value)
+    big = {i: ["ab'c" * 50, b"\x00" * 30] for i in range(400)}
+    assert _bounded_repr(big) == repr(big)[:MAX_VALUE] + f"… <cut: over {MAX_VALUE:,} characters>"
+    assert _repr_floor([bytearray(64 << 20)] * 1000, MAX_VALUE) > MAX_VALUE  # a look, not a walk of 1000
+    assert _repr_floor(small, MAX_VALUE) <= len(repr(small))  # a lower bound

@@ -160,11 +160,16 @@ def probe(paths):  # << START_OF_TRACE
 def test_the_sandbox_drops_every_capability_names_no_socket_and_reaches_none(tmp_path, monkeypatch):
     """Even run as root, a program in the sandbox has no capability (it cannot remount the
     file system), sees no agent/bus/display variable, and cannot connect to a host unix socket
-    in /tmp or /run."""
+    in /tmp or /run, nor anywhere else on the (read-only) file system: a socket beside the
+    program, as a Docker Desktop socket under the home folder would be (the system-call filter)."""
+    import shutil
+    import tempfile
+
     from cwmtui.interpreter import program_from_source
 
     sockets = []
-    for folder in (tmp_path, Path("/run") if os.access("/run", os.W_OK) else tmp_path):
+    outside = Path(tempfile.mkdtemp(prefix=".sock-", dir=HOSTILE))  # not under /tmp or /run
+    for folder in (tmp_path, Path("/run") if os.access("/run", os.W_OK) else tmp_path, outside):
         path = folder / f"cwmtui-test-{os.getpid()}.sock"
         server = socket.socket(socket.AF_UNIX)
         server.bind(str(path))
@@ -181,6 +186,7 @@ def test_the_sandbox_drops_every_capability_names_no_socket_and_reaches_none(tmp
         for server, path in sockets:
             server.close()
             path.unlink(missing_ok=True)
+        shutil.rmtree(outside, ignore_errors=True)
         Path("/etc/cwmtui-sandbox-probe").unlink(missing_ok=True)
     assert (caps, seen, reached, wrote) == ("0000000000000000", [], [], False)
 

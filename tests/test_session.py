@@ -130,8 +130,10 @@ def test_teacher_forcing_forces_the_whole_frame_where_the_model_would_end(loop):
     session = session_with(loop, end_at=4)
     forced = session.teacher_forced()
     assert forced.forced_steps == [4]
-    assert forced.frames[4].origin == "forced"
-    assert forced.comparison.verdict == "agree"
+    assert forced.frames[4].origin == "forced"  # shown as forced: the frame is the truth's
+    # ... but scored as the format error it is: the model could not write it (#23: one scoring)
+    first = forced.comparison.first_divergence
+    assert forced.comparison.verdict != "agree" and (first.step, first.kind) == (4, "format")
 
 
 def test_cancelled_rollout_is_pending_not_divergent(strawberry):
@@ -406,3 +408,46 @@ def test_a_replayed_branch_saves_no_limits_it_never_ran_under(interpreter):
     assert main.tokens["trace"] > 50 and main.settings["token_budget"] is None
     view = SessionView.from_session(session)
     assert view.budget_of(branch_view(main, session.truth)) == 0  # no meter against a budget it never had
+
+
+def test_one_scoring_of_teacher_forcing_in_the_debugger_diff_and_eval(loop, tmp_path, monkeypatch, capsys):
+    """#23: the same teacher-forced rollout (the model cannot write step 4, so the truth's whole
+    frame is forced there) gets the same verdict, first divergence and counts from the debugger's
+    session, ``cwmtui diff --teacher-force`` and ``cwmtui eval --teacher-force``. Before, the
+    session and diff counted the forced frame as a match and said "agree"."""
+    import json
+
+    from cwmtui.cli import main
+    from cwmtui.interpreter import load_program
+    from cwmtui.model import backend as backends
+
+    program, _ = loop
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    path = folder / "loop.py"
+    path.write_text(program.source)
+    program = load_program(str(path))
+    from cwmtui.interpreter import Interpreter
+
+    with Interpreter() as interpreter:
+        truth = interpreter.trace(program)
+    monkeypatch.setattr(backends, "backend_from_args", lambda args: OracleBackend(program, truth.frames, end_at=4))
+
+    session = DebugSession(program, OracleBackend(program, truth.frames, end_at=4), truth=truth)
+    debugger = session.teacher_forced().comparison
+    first = debugger.first_divergence
+
+    assert main(["diff", str(path), "--teacher-force", "--json"]) == 1
+    diffed = json.loads(capsys.readouterr().out)
+
+    results = tmp_path / "results.jsonl"
+    main(["eval", str(folder), "--teacher-force", "--out", str(results)])
+    capsys.readouterr()
+    evaluated = json.loads(results.read_text().splitlines()[0])["teacher_forced"]
+
+    assert (first.step, first.kind) == (4, "format")
+    assert (diffed["first_divergence"]["step"], diffed["first_divergence"]["kind"]) == (4, "format")
+    assert (evaluated["first_divergence"]["step"], evaluated["first_divergence"]["kind"]) == (4, "format")
+    assert diffed["verdict"] == debugger.verdict != "agree"
+    assert diffed["agreed_steps"] == debugger.agreed_steps == 4
+    assert diffed["forced_steps"] == evaluated["forced_steps"] == [4]

@@ -15,7 +15,30 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..trace import Frame
-from .compare import Comparison, Divergence, StepKind
+from .compare import Comparison, Divergence, StepKind, compare
+
+#: a step whose whole frame had to be forced from the truth (the model could not write its state)
+#: is scored as this format error, in the debugger, ``diff`` and ``eval`` alike
+FORCED_WHOLE = "the model could not write this frame; the truth's was forced"
+
+
+def scored_frames(frames: Sequence[Frame], forced_steps: Sequence[int]) -> list[Frame]:
+    """The frames of a teacher-forced rollout as they are scored: each step in ``forced_steps``
+    (after the seeded entry frame) becomes a format error, because the truth's frame there is not
+    the model's. The frames themselves (shown, saved) keep what was forced."""
+    if not forced_steps:
+        return list(frames)
+    scored = list(frames)
+    for index in forced_steps:
+        if 0 < index < len(scored):
+            scored[index] = Frame(None, "", error=FORCED_WHOLE, raw="")
+    return scored
+
+
+def score_forced(truth, frames: Sequence[Frame], status, forced_steps: Sequence[int]) -> Comparison:
+    """The one scoring of a rollout with forced frames (``truth``: the interpreter's Trace):
+    :func:`compare` of :func:`scored_frames`."""
+    return compare(truth, scored_frames(frames, forced_steps), status)
 
 
 @dataclass
@@ -113,6 +136,7 @@ def teacher_force(
     truth: Sequence[Frame],
     on_frame: Callable[[int, Frame], None] | None = None,
     cancel=None,
+    forced: list[int] | None = None,
 ) -> list[int]:
     """Run ``rollout`` with every event and action forced from ``truth``; returns the steps
     whose whole frame had to be forced.
@@ -120,9 +144,10 @@ def teacher_force(
     Each step the truth's event token and source line are spliced in and the model writes only
     the state (the locals, or the return value). Where it cannot (it writes end of text or a
     malformed frame), the truth's whole frame is forced so the two stay step for step: what
-    remains to compare is the state alone.
+    remains to compare is the state alone. ``forced``: the list to record those steps in as they
+    happen (a branch's own, so a comparison made while it streams scores them already).
     """
-    forced: list[int] = []
+    forced = [] if forced is None else forced
     while len(rollout.frames) < len(truth):
         if _cancelled(cancel):
             break

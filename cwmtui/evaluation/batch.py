@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..interpreter import Interpreter, Limits
-from ..trace import Frame, Status, Trace
+from ..trace import Status, Trace
 from .record import condition_summary, error_record, result_record
 from .suite import Case, Suite
 
@@ -121,8 +121,7 @@ def teacher_forced_summary(backend, truth: Truth, rollout_options, cancel=None) 
     """The teacher-forced condition: every event and action forced from the truth, the model
     writes only the states. A frame the model could not write at all (the truth's whole frame
     had to be forced) is scored as a format error, not as a match."""
-    from ..analysis.compare import compare
-    from ..analysis.recovery import teacher_force
+    from ..analysis.recovery import score_forced, scored_frames, teacher_force
     from ..model.rollout import Rollout
 
     trace = truth.trace
@@ -131,11 +130,8 @@ def teacher_forced_summary(backend, truth: Truth, rollout_options, cancel=None) 
     else:
         rollout = Rollout(backend, truth.case.program, trace.frames[0], rollout_options)
         forced = teacher_force(rollout, trace.frames, cancel=cancel)
-    frames = list(rollout.frames)
-    for index in forced:
-        if 0 < index < len(frames):
-            frames[index] = Frame(None, "", error="the model could not write this frame; the truth's was forced", raw="")
-    comparison = compare(trace, frames, rollout.status)
+    frames = scored_frames(rollout.frames, forced)
+    comparison = score_forced(trace, rollout.frames, rollout.status, forced)
     summary = condition_summary(trace, frames, status_text(rollout.status), rollout.text(), comparison)
     summary["forced_steps"] = sorted(i for i in forced if i > 0)
     summary["tokens"] = {"trace": rollout.tokens_used, "processed": rollout.tokens_processed}

@@ -20,7 +20,7 @@
 
 /* child.py loads this module only when its ABI is the one it was written for: a stale build
  * (the .so is rebuilt by `pip install -e .`, not by editing this file) is left unused. */
-#define LINETRACE_ABI 5
+#define LINETRACE_ABI 6
 
 /* child.MAX_VALUE: a longer str or bytes is no plain value (`local` reprs it, cut) */
 #define MAX_VALUE (1 << 16)
@@ -467,7 +467,105 @@ give_up:
     Py_RETURN_NONE;
 }
 
+/* A lower bound on len(repr(value)), looked for no further than `limit`: a str, bytes or
+ * bytearray counts its length, a list, tuple, dict, set or frozenset (exact types) its items and
+ * separators, anything else one character. Deeper than REPR_DEPTH (or a cycle) counts as over the
+ * limit: child._bounded_repr builds those, exactly, as repr does. C speed, so the tracer can ask
+ * it of every container on every line: a list holding a few 64 MiB bytearrays is a few steps. */
+#define REPR_DEPTH 48
+
+static Py_ssize_t
+repr_floor(PyObject *value, Py_ssize_t limit, int depth)
+{
+    PyTypeObject *t = Py_TYPE(value);
+    if (t == &PyUnicode_Type) {
+        return PyUnicode_GET_LENGTH(value) + 2;
+    }
+    if (t == &PyBytes_Type) {
+        return PyBytes_GET_SIZE(value) + 3;
+    }
+    if (t == &PyByteArray_Type) {
+        return PyByteArray_GET_SIZE(value) + 14;
+    }
+    PyObject **items;
+    Py_ssize_t n;
+    if (t == &PyList_Type) {
+        items = ((PyListObject *)value)->ob_item;
+        n = PyList_GET_SIZE(value);
+    }
+    else if (t == &PyTuple_Type) {
+        items = ((PyTupleObject *)value)->ob_item;
+        n = PyTuple_GET_SIZE(value);
+    }
+    else if (t == &PyDict_Type || t == &PySet_Type || t == &PyFrozenSet_Type) {
+        items = NULL;
+        n = t == &PyDict_Type ? PyDict_GET_SIZE(value) : PySet_GET_SIZE(value);
+    }
+    else {
+        return 1;
+    }
+    Py_ssize_t total = 2 + (n > 0 ? 2 * (n - 1) : 0);
+    if (n == 0 || total > limit) {
+        return total;
+    }
+    if (depth >= REPR_DEPTH) {
+        return limit + 1;
+    }
+    if (items != NULL) {
+        for (Py_ssize_t i = 0; i < n && total <= limit; i++) {
+            total += repr_floor(items[i], limit - total, depth + 1);
+        }
+    }
+    else if (t == &PyDict_Type) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (total <= limit && PyDict_Next(value, &pos, &k, &v)) {
+            total += 2 + repr_floor(k, limit - total, depth + 1);
+            total += repr_floor(v, limit - total, depth + 1);
+        }
+    }
+    else {
+        PyObject *iterator = PyObject_GetIter(value);  /* (a set's own iteration: no private API) */
+        if (iterator == NULL) {
+            PyErr_Clear();
+            return limit + 1;
+        }
+        PyObject *k;
+        while (total <= limit && (k = PyIter_Next(iterator)) != NULL) {
+            total += repr_floor(k, limit - total, depth + 1);
+            Py_DECREF(k);
+        }
+        Py_DECREF(iterator);
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            return limit + 1;
+        }
+    }
+    return total;
+}
+
+static PyObject *
+any_repr_over(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyList_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "any_repr_over(values: list, limit: int)");
+        return NULL;
+    }
+    Py_ssize_t limit = PyLong_AsSsize_t(args[1]);
+    if (limit == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(args[0]); i++) {
+        if (repr_floor(PyList_GET_ITEM(args[0], i), limit, 0) > limit) {
+            Py_RETURN_TRUE;
+        }
+    }
+    Py_RETURN_FALSE;
+}
+
 static PyMethodDef linetrace_methods[] = {
+    {"any_repr_over", (PyCFunction)(void (*)(void))any_repr_over, METH_FASTCALL,
+     "any_repr_over(values, limit) -> True when the repr of some value is surely longer than limit"},
     {"plain_locals", (PyCFunction)(void (*)(void))plain_locals, METH_FASTCALL,
      "plain_locals(names, values, previous names, previous values, previous locals) -> {name: repr} or None"},
     {"flush_on_fatal_signal", flush_on_fatal_signal, METH_O,

@@ -32,7 +32,7 @@ import threading
 import time
 import types
 
-_LINETRACE_ABI = 5  # LINETRACE_ABI in _linetrace.c
+_LINETRACE_ABI = 6  # LINETRACE_ABI in _linetrace.c
 
 
 def _load_line_tracer():
@@ -113,6 +113,108 @@ def _long_text_repr(value) -> str:
         return f"bytearray({bytes(value[:MAX_VALUE])!r}… <cut: {len(value):,} bytes>)"
     unit = "characters" if type(value) is str else "bytes"
     return f"{repr(value[:MAX_VALUE])}… <cut: {len(value):,} {unit}>"
+
+
+_CONTAINER_TYPES = frozenset((list, tuple, dict, set, frozenset))
+
+
+def _repr_floor(value, limit: int, depth: int = 0) -> int:
+    """_linetrace.c's repr_floor where the C helpers are not built: a lower bound on
+    ``len(repr(value))``, looked for no further than ``limit`` (deep or cyclic: over it)."""
+    kind = type(value)
+    if kind is str:
+        return len(value) + 2
+    if kind is bytes:
+        return len(value) + 3
+    if kind is bytearray:
+        return len(value) + 14
+    if kind not in _CONTAINER_TYPES:
+        return 1
+    n = len(value)
+    total = 2 + (2 * (n - 1) if n else 0)
+    if not n or total > limit:
+        return total
+    if depth >= 48:
+        return limit + 1
+    items = value.items() if kind is dict else value
+    try:
+        for item in items:
+            if kind is dict:
+                total += 2 + _repr_floor(item[0], limit - total, depth + 1)
+                item = item[1]
+            total += _repr_floor(item, limit - total, depth + 1)
+            if total > limit:
+                break
+    except RuntimeError:  # changed size while looked at (another thread): build it carefully
+        return limit + 1
+    return total
+
+
+if _linetrace is not None:
+    _any_repr_over = _linetrace.any_repr_over
+else:
+
+    def _any_repr_over(values: list, limit: int) -> bool:
+        return any(_repr_floor(v, limit) > limit for v in values)
+
+
+class _Full(Exception):
+    """A bounded repr has all the characters it may keep."""
+
+
+def _bounded_repr(value) -> str:
+    """``repr(value)`` of a list, tuple, dict, set or frozenset (exact types) whose repr is
+    surely longer than the trace keeps: built piece by piece as CPython's repr builds it, stopping
+    after MAX_VALUE characters, so a list of 64 MiB bytearrays costs a few KiB, not its whole
+    repr. A short one (deep or cyclic) comes out exactly as repr() gives it. A __repr__ that
+    raises or hangs propagates, as it would from repr()."""
+    out: list[str] = []
+    room = [MAX_VALUE]
+    active: set[int] = set()  # containers being written: a cycle is "[...]", as repr writes it
+
+    def emit(text: str) -> None:
+        out.append(text)
+        room[0] -= len(text)
+        if room[0] < 0:
+            raise _Full
+
+    def walk(item) -> None:
+        kind = type(item)
+        if kind in _TEXT_TYPES and len(item) > room[0]:
+            emit(repr(item[: room[0] + 1]) if kind is not bytearray else f"bytearray({bytes(item[: room[0] + 1])!r}")
+            return  # (not reached: that is more than the room left)
+        if kind not in _CONTAINER_TYPES:
+            emit(repr(item))
+            return
+        if id(item) in active:
+            emit({list: "[...]", tuple: "(...)", dict: "{...}"}.get(kind, f"{kind.__name__}(...)"))
+            return
+        if not item:
+            emit(repr(item))
+            return
+        active.add(id(item))
+        opening, closing = {list: ("[", "]"), tuple: ("(", ")"), dict: ("{", "}"), set: ("{", "}"),
+                            frozenset: ("frozenset({", "})")}[kind]
+        emit(opening)
+        for index, element in enumerate(item.items() if kind is dict else item):
+            if index:
+                emit(", ")
+            if kind is dict:
+                walk(element[0])
+                emit(": ")
+                element = element[1]
+            walk(element)
+        if kind is tuple and len(item) == 1:
+            emit(",")
+        emit(closing)
+        active.discard(id(item))
+
+    try:
+        walk(value)
+    except _Full:
+        _cut[0] += 1
+        return f"{''.join(out)[:MAX_VALUE]}… <cut: over {MAX_VALUE:,} characters>"
+    return "".join(out)
 
 
 _cut = [0]  # values cut in this run (the end status says so)
@@ -372,6 +474,8 @@ def run_job(job: dict, fd: int) -> None:
             return _long_text_repr(value)
         _in_repr = True
         try:
+            if type(value) in _CONTAINER_TYPES and _any_repr_over([value], MAX_VALUE):
+                return _bounded_repr(value)  # its start, without building the whole of it
             return repr(value)
         except KeyboardInterrupt as exc:
             return timed_out(value, exc)
@@ -383,7 +487,12 @@ def run_job(job: dict, fd: int) -> None:
     def reprs(values) -> list:
         global _in_repr
         values = [*values]  # (before any repr: a finalizer it runs may change the locals)
-        if not bad_types and not hung and max(map(_sizeof, values), default=0) <= MAX_VALUE:
+        if (
+            not bad_types
+            and not hung
+            and max(map(_sizeof, values), default=0) <= MAX_VALUE
+            and not _any_repr_over(values, MAX_VALUE)  # (a container of huge values: C speed)
+        ):
             _in_repr = True
             try:
                 return [*map(repr, values)]  # (a long one is cut when its batch is sent)

@@ -17,7 +17,7 @@ from typing import Callable
 
 from ..trace import Event, Frame, OutputChunk, Status, Trace, TraceStatus
 from ..trace.tokens import strip_marker
-from . import child
+from . import child, seccomp
 from .program import Program
 
 _HEADER = struct.Struct("<I")
@@ -84,7 +84,7 @@ SANDBOX_ENVIRONMENT = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "
 SANDBOX_HIDDEN = ("/tmp", "/run", "/var/run")
 
 
-def sandbox_command(env: dict[str, str]) -> list[str] | None:
+def sandbox_command(env: dict[str, str], seccomp_fd: int | None = None) -> list[str] | None:
     """The command that puts a process in the sandbox, or None where bubblewrap is missing or
     cannot make one here (no user namespaces; found out once per process).
 
@@ -94,7 +94,9 @@ def sandbox_command(env: dict[str, str]) -> list[str] | None:
     every run, gone with the server) and a private /run (no host sockets there: agents, buses,
     Docker), the folders it needs from under those bound back read-only (the working folder, the
     Python installation), its own /dev and /proc, no network, its own process ids, only the
-    variables of SANDBOX_ENVIRONMENT, killed with cwmtui. ``env``: the variables to pass on."""
+    variables of SANDBOX_ENVIRONMENT, killed with cwmtui; ``seccomp_fd`` (from
+    :func:`seccomp.filter_fd`, passed to bubblewrap by the caller): no Unix socket by path either.
+    ``env``: the variables to pass on."""
     if not sandbox_available():
         return None
     try:
@@ -102,7 +104,8 @@ def sandbox_command(env: dict[str, str]) -> list[str] | None:
     except OSError:  # the folder cwmtui runs in was deleted
         here = "/"
     needed = [here, sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(child.__file__)), *sys.path]
-    return [_sandbox[0], *_sandbox_args(needed, env), "--chdir", here]
+    filtered = ["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []
+    return [_sandbox[0], *_sandbox_args(needed, env), *filtered, "--chdir", here]
 
 
 def sandbox_available() -> bool:
@@ -112,10 +115,16 @@ def sandbox_available() -> bool:
         _sandbox = []
         bwrap = shutil.which("bwrap")
         if bwrap is not None:
+            fd = seccomp.filter_fd()
+            filtered = ["--seccomp", str(fd)] if fd is not None else []
             try:
-                probe = subprocess.run([bwrap, *_sandbox_args([], {}), "--", "true"], capture_output=True, timeout=10)
+                probe = subprocess.run([bwrap, *_sandbox_args([], {}), *filtered, "--", "true"], capture_output=True,
+                                       timeout=10, pass_fds=(fd,) if fd is not None else ())
             except (OSError, subprocess.SubprocessError):
                 probe = None
+            finally:
+                if fd is not None:
+                    os.close(fd)
             if probe is not None and probe.returncode == 0:
                 _sandbox = [bwrap]
     return bool(_sandbox)
@@ -329,19 +338,25 @@ class Interpreter:
             env.pop("PYTHONSTARTUP", None)
             if not self._accelerated:
                 env["CWMTUI_PURE_TRACER"] = "1"
-            wrapper = sandbox_command(env) if sandbox else None
+            fd = seccomp.filter_fd() if sandbox and sandbox_available() else None
+            wrapper = sandbox_command(env, fd) if sandbox else None
             command = [self._python, child.__file__]
             if wrapper is not None:
                 command = [*wrapper, "--", *command]
             self._sandboxed = wrapper is not None
-            self._process = subprocess.Popen(
-                command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                env=env,
-                start_new_session=True,
-            )
+            try:
+                self._process = subprocess.Popen(
+                    command,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    env=env,
+                    start_new_session=True,
+                    pass_fds=(fd,) if fd is not None else (),
+                )
+            finally:
+                if fd is not None:
+                    os.close(fd)
         return self._process
 
     def trace(

@@ -97,6 +97,10 @@ class Backend:
         seed: int | None = None,
         cancel=None,
     ) -> Completion:
+        """Continue ``prompt_ids`` until a stop id, end of text or ``max_new_tokens``.
+
+        ``prompt_ids`` is lent for the call: the rollout passes its own growing list (copying
+        it every frame would make a long trace quadratic), so a backend copies what it keeps."""
         raise NotImplementedError
 
     def token_pieces(self, text: str) -> list[str]:

@@ -152,6 +152,7 @@ class ReplayBackend(Backend):
         self._prompt_len = len(prompt)
         self._ids = prompt + seeded + self.encode_segments(split_text(record.generation))
         self._eos = self.special_ids[tokens.END_OF_TEXT]
+        self._checked = 0  # the prompt's ids up to here were checked against the recording
         label = os.path.basename(source) if source else "replay"
         counted = "byte counts" if tokenizer is None else f"tokens of {tokenizer.where}"
         self.name = f"replay {source or '-'}#{record.id}"
@@ -188,13 +189,25 @@ class ReplayBackend(Backend):
     def complete(self, prompt_ids, stop_ids, max_new_tokens, temperature=0.0, top_p=1.0, seed=None, cancel=None) -> Completion:
         recorded = self._ids
         n = len(prompt_ids)
-        if list(prompt_ids[: self._prompt_len]) != recorded[: self._prompt_len]:
-            raise ModelError(f"replay {self.record.id}: this generation was recorded for another program")
-        if n > len(recorded) or list(prompt_ids) != recorded[:n]:
+        if n > len(recorded):
             raise ModelError(REPLAY_OVERRIDE)
+        if self._checked < self._prompt_len or n < self._prompt_len:
+            if list(prompt_ids[: self._prompt_len]) != recorded[: self._prompt_len]:
+                raise ModelError(f"replay {self.record.id}: this generation was recorded for another program")
+            self._checked = self._prompt_len
+        # A rollout only appends to its prompt and cuts it back (a replay takes no overrides), so
+        # what was checked before stays checked: each call checks what is new, and a whole replay
+        # is linear in its length. Only a cut-back prompt is checked again from where it ends.
+        start = min(self._checked, n)
+        if start and prompt_ids[start - 1] != recorded[start - 1]:
+            start = self._prompt_len
+        if list(prompt_ids[start:n]) != recorded[start:n]:
+            raise ModelError(REPLAY_OVERRIDE)
+        self._checked = n
         stops = set(stop_ids)
         out: list[int] = []
-        for token in recorded[n : n + max_new_tokens]:
+        for index in range(n, min(n + max_new_tokens, len(recorded))):  # (a slice would copy the rest)
+            token = recorded[index]
             out.append(token)
             if token == self._eos:
                 return Completion(out, 0, "eos")

@@ -182,9 +182,14 @@ class Rollout:
         if room <= 0:
             return "length"
         options = self.options
-        completion = self.backend.complete(
-            self._ids + ids, stops, room, options.temperature, options.top_p, options.seed, cancel
-        )
+        base = len(self._ids)
+        self._ids.extend(ids)  # lent to the backend for the call (see Backend.complete)
+        try:
+            completion = self.backend.complete(
+                self._ids, stops, room, options.temperature, options.top_p, options.seed, cancel
+            )
+        finally:
+            del self._ids[base:]
         self.calls += 1
         self.tokens_processed += completion.work
         ids.extend(completion.ids)
