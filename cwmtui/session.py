@@ -38,7 +38,7 @@ from .analysis.recovery import Recovery, recovery, score_forced, teacher_force
 from .interpreter import Interpreter, Limits, Program
 from .files import read_bytes
 from .json_lines import DAMAGED_DATA
-from .trace import Event, Frame, OutputChunk, Status, Trace, TraceStatus, tokens
+from .trace import Event, Frame, OutputChunk, RolloutStatus, Status, Trace, TraceStatus, tokens
 from .trace.collector import collector_paused
 from .trace.frame import frames_from_json
 from .trace.stored import StoredFrames, frame_row, stored_frames
@@ -61,7 +61,7 @@ class Branch:
     at_step: int | None = None  # the model frame the branch departs from its parent at
     intervention: dict | None = None
     frames: list[Frame] = field(default_factory=list)
-    status: str = "running"  # the rollout's status (lower-case name)
+    status: RolloutStatus = RolloutStatus.RUNNING  # why the rollout stopped (or that it runs)
     comparison: Comparison | None = None
     recovery: Recovery | None = None
     tokens: dict = field(default_factory=lambda: {"trace": 0, "processed": 0})
@@ -83,7 +83,7 @@ class Branch:
             "parent": self.parent,
             "at_step": self.at_step,
             "intervention": self.intervention,
-            "status": self.status,
+            "status": self.status.value,
             "tokens": self.tokens,
             "forced_steps": self.forced_steps,
             "frames": _frames_json(self.frames, truth, comparison),
@@ -92,7 +92,7 @@ class Branch:
             if comparison and comparison.first_divergence
             else None,
         }
-        if comparison is not None and self.status != "running":  # a running branch is compared again on load
+        if comparison is not None and self.status is not RolloutStatus.RUNNING:  # a running branch is compared again on load
             saved = comparison.to_saved()
             data["comparison"] = {key: saved[key] for key in ("status", "agreed_steps", "rows", "truth_changed", "model_changed")}
         if self.recovery is not None:
@@ -121,7 +121,7 @@ class Branch:
             at_step=data.get("at_step"),
             intervention=data.get("intervention"),
             frames=StoredFrames(frames, base=truth) if version >= 2 else frames_from_json(frames),
-            status=data.get("status", "ended"),
+            status=RolloutStatus.read(data.get("status", "ended")),
             tokens=dict(data.get("tokens") or {"trace": 0, "processed": 0}),
             forced_steps=list(data.get("forced_steps") or []),
             lens=lens,
@@ -167,11 +167,6 @@ def _truth_from_json(data: dict, version: int) -> Trace:
         status=TraceStatus.from_json(data["status"]),
         output=[OutputChunk.from_json(c) for c in data.get("output", [])],
     )
-
-
-def _status_text(status) -> str:
-    name = getattr(status, "name", None)
-    return (name or str(status)).lower()
 
 
 class DebugSession:
@@ -292,7 +287,7 @@ class DebugSession:
         rollout = branch.rollout
         if rollout is not None:
             branch.frames = list(rollout.frames)
-            branch.status = _status_text(rollout.status)
+            branch.status = rollout.status
             branch.tokens = {
                 "trace": int(getattr(rollout, "tokens_used", 0)),
                 "processed": int(getattr(rollout, "tokens_processed", 0)),

@@ -8,7 +8,7 @@ import pytest
 
 from cwmtui.analysis.compare import StepKind, compare
 from cwmtui.interpreter import load_program, program_from_source
-from cwmtui.trace import parse_trace, render_frames
+from cwmtui.trace import RolloutStatus, parse_trace, render_frames
 from cwmtui.trace.frame import Status, Trace, TraceStatus
 
 from .conftest import GOLDEN
@@ -60,7 +60,7 @@ def perturbed(program, truth, old, new, count=1):
 def test_identical_trace_agrees(strawberry):
     program, truth = strawberry
     frames = model_frames(program, render_frames(truth.frames, end=True))
-    result = compare(truth, frames, "ended")
+    result = compare(truth, frames, RolloutStatus.ENDED)
     assert result.verdict == "agree"
     assert result.first_divergence is None
     assert all(step.kind is StepKind.MATCH for step in result.steps)
@@ -70,7 +70,7 @@ def test_identical_trace_agrees(strawberry):
 def test_one_wrong_character_in_a_string_is_string_valued_state(strawberry):
     program, truth = strawberry
     frames = perturbed(program, truth, '"word": "\'strawberry\'"}', '"word": "\'strawbery\'"}')
-    result = compare(truth, frames, "ended")
+    result = compare(truth, frames, RolloutStatus.ENDED)
     first = result.first_divergence
     assert result.verdict == "diverge"
     assert first.step == 2  # the state before `num = count_letters(word, c)`
@@ -91,7 +91,7 @@ def test_one_wrong_character_in_a_string_is_string_valued_state(strawberry):
 def test_one_wrong_int_is_a_state_error(loop):
     program, truth = loop
     frames = perturbed(program, truth, '"acc": "4"', '"acc": "5"')
-    first = compare(truth, frames, "ended").first_divergence
+    first = compare(truth, frames, RolloutStatus.ENDED).first_divergence
     assert (first.kind, first.variables, first.string_valued) == ("state", ["acc"], False)
     assert first.regime == "state error"
     assert "a state error, not an action hallucination" in first.explanation
@@ -106,7 +106,7 @@ def test_wrong_next_line_is_an_action_hallucination_and_paths_resynchronise(stra
         '<|action_sep|>    return n\n<|frame_sep|><|return_sep|>',
         '<|action_sep|>        n += int(c == letter)\n<|frame_sep|><|return_sep|>',
     )
-    result = compare(truth, frames, "ended")
+    result = compare(truth, frames, RolloutStatus.ENDED)
     first = result.first_divergence
     assert (first.kind, first.regime) == ("action", "action hallucination")
     assert first.step == 26 and first.lineno == 5
@@ -118,7 +118,7 @@ def test_wrong_next_line_is_an_action_hallucination_and_paths_resynchronise(stra
 def test_missing_return_is_an_event_divergence_and_the_truth_row_stands_alone(strawberry):
     program, truth = strawberry
     frames = perturbed(program, truth, '<|return_sep|><|action_sep|>    return n\n<|arg_sep|>"3"<|frame_sep|>', "")
-    result = compare(truth, frames, "ended")
+    result = compare(truth, frames, RolloutStatus.ENDED)
     first = result.first_divergence
     assert (first.kind, first.step, first.regime) == ("event", 27, "action hallucination")
     row = result.steps[27]
@@ -132,14 +132,14 @@ def test_missing_return_is_an_event_divergence_and_the_truth_row_stands_alone(st
 def test_wrong_return_value(loop):
     program, truth = loop
     frames = perturbed(program, truth, '<|arg_sep|>"21"', '<|arg_sep|>"20"')
-    first = compare(truth, frames, "ended").first_divergence
+    first = compare(truth, frames, RolloutStatus.ENDED).first_divergence
     assert (first.kind, first.variables, first.string_valued) == ("value", ["return"], False)
 
 
 def test_malformed_json_is_a_format_error(loop):
     program, truth = loop
     frames = perturbed(program, truth, '{"xs": "..", "acc": "0"}', '{"xs": "..", "acc": "0"')
-    result = compare(truth, frames, "ended")
+    result = compare(truth, frames, RolloutStatus.ENDED)
     first = result.first_divergence
     assert (first.kind, first.regime, first.step) == ("format", "format error", 2)
     assert result.steps[2].kind is StepKind.FORMAT
@@ -149,7 +149,7 @@ def test_malformed_json_is_a_format_error(loop):
 def test_end_of_text_too_early(loop):
     program, truth = loop
     text = render_frames(truth.frames[:5], end=True)
-    result = compare(truth, model_frames(program, text), "ended")
+    result = compare(truth, model_frames(program, text), RolloutStatus.ENDED)
     first = result.first_divergence
     assert (first.kind, first.step, first.regime) == ("truncated", 5, "early end of trace")
     assert [s.kind for s in result.steps[5:]] == [StepKind.MISSING] * (len(truth.frames) - 5)
@@ -162,7 +162,7 @@ def test_budget_exhaustion(loop):
     frames = model_frames(program, text)
     assert frames[-1].is_error and len(frames) == 7
     for given in (frames, frames[:6]):  # with or without the frame the budget cut in half
-        result = compare(truth, given, "budget exhausted")
+        result = compare(truth, given, RolloutStatus.BUDGET)
         first = result.first_divergence
         assert (first.kind, first.regime, first.step) == ("budget", "token-budget exhaustion", 6)
         assert "budget" in first.explanation
@@ -172,7 +172,7 @@ def test_budget_exhaustion(loop):
 def test_runaway_generation_is_extra(loop):
     program, truth = loop
     text = render_frames(truth.frames + truth.frames[1:4], end=False)
-    result = compare(truth, model_frames(program, text), "max_frames")
+    result = compare(truth, model_frames(program, text), RolloutStatus.MAX_FRAMES)
     first = result.first_divergence
     assert (first.kind, first.regime, first.step) == ("extra", "runaway generation", len(truth.frames))
     assert [s.kind for s in result.steps[len(truth.frames) :]] == [StepKind.EXTRA] * 3
@@ -182,14 +182,14 @@ def test_start_of_trace_marker_in_the_entry_action_is_ignored(strawberry):
     program, truth = strawberry
     frames = perturbed(program, truth, "<|action_sep|>def f(c):\n", "<|action_sep|>def f(c): # << START_OF_TRACE\n")
     frames[0].action = "def f(c):  # << START_OF_TRACE\n"  # as a backend might hand it over, unstripped
-    assert compare(truth, frames, "ended").verdict == "agree"
+    assert compare(truth, frames, RolloutStatus.ENDED).verdict == "agree"
 
 
 def test_same_literal_in_other_text_is_still_a_state_difference_but_marked(interpreter):
     program = program_from_source("def f():  # << START_OF_TRACE\n    s = {'b': 1, 'a': 2}\n    return s\n\nf()\n")
     truth = interpreter.trace(program)
     frames = perturbed(program, truth, "\"s\": \"{'b': 1, 'a': 2}\"", "\"s\": \"{'a': 2, 'b': 1}\"")
-    result = compare(truth, frames, "ended")
+    result = compare(truth, frames, RolloutStatus.ENDED)
     (diff,) = result.steps[2].variables
     assert diff.literal_equal and diff.type_name == "dict"
     assert "same Python value" in result.first_divergence.explanation
@@ -198,7 +198,7 @@ def test_same_literal_in_other_text_is_still_a_state_difference_but_marked(inter
 def test_order_of_locals_alone_is_a_match_but_recorded(loop):
     program, truth = loop
     frames = perturbed(program, truth, '{"xs": "..", "acc": "0"}', '{"acc": "0", "xs": "[4, 7, 10]"}')
-    result = compare(truth, frames, "ended")
+    result = compare(truth, frames, RolloutStatus.ENDED)
     assert result.verdict == "agree"
     assert result.steps[2].order_differs
 
@@ -206,7 +206,7 @@ def test_order_of_locals_alone_is_a_match_but_recorded(loop):
 def test_missing_and_extra_names(loop):
     program, truth = loop
     frames = perturbed(program, truth, '{"xs": "..", "acc": "0"}', '{"xs": "..", "total": "0"}')
-    row = compare(truth, frames, "ended").steps[2]
+    row = compare(truth, frames, RolloutStatus.ENDED).steps[2]
     missing, extra = row.variables
     assert (missing.name, missing.predicted, missing.missing) == ("acc", None, True)
     assert (extra.name, extra.expected, extra.extra) == ("total", None, True)
@@ -220,16 +220,16 @@ def test_exception_values_score_by_type_name(interpreter):
     import json
 
     lenient = text.replace(json.dumps(arg), json.dumps("ZeroDivisionError('integer division or modulo by zero')"))
-    assert compare(truth, model_frames(program, lenient), "ended").verdict == "agree"
+    assert compare(truth, model_frames(program, lenient), RolloutStatus.ENDED).verdict == "agree"
     wrong = text.replace(json.dumps(arg), json.dumps("ValueError()"))
-    first = compare(truth, model_frames(program, wrong), "ended").first_divergence
+    first = compare(truth, model_frames(program, wrong), RolloutStatus.ENDED).first_divergence
     assert (first.kind, first.variables) == ("value", ["raise"])
 
 
 def test_a_running_rollout_is_pending_not_divergent(loop):
     program, truth = loop
     frames = model_frames(program, render_frames(truth.frames[:4]))
-    result = compare(truth, frames, "running")
+    result = compare(truth, frames, RolloutStatus.RUNNING)
     assert result.verdict == "pending" and result.first_divergence is None
     assert result.steps[-1].kind is StepKind.PENDING
 
@@ -237,7 +237,7 @@ def test_a_running_rollout_is_pending_not_divergent(loop):
 def test_steps_past_a_partial_truth_are_unchecked(loop):
     program, truth = loop
     partial = Trace(truth.frames[:5], TraceStatus(Status.LIMIT, "stopped", "frames"))
-    result = compare(partial, model_frames(program, render_frames(truth.frames, end=True)), "ended")
+    result = compare(partial, model_frames(program, render_frames(truth.frames, end=True)), RolloutStatus.ENDED)
     assert result.verdict == "agree"
     assert result.steps[-1].kind is StepKind.UNCHECKED
 
@@ -245,7 +245,7 @@ def test_steps_past_a_partial_truth_are_unchecked(loop):
 def test_changed_names_are_the_truths_new_values(loop):
     program, truth = loop
     frames = model_frames(program, render_frames(truth.frames, end=True))
-    steps = compare(truth, frames, "ended").steps
+    steps = compare(truth, frames, RolloutStatus.ENDED).steps
     assert steps[2].changed == {"acc"}
     assert steps[3].changed == {"x"}
     assert steps[0].changed == set()
@@ -254,7 +254,7 @@ def test_changed_names_are_the_truths_new_values(loop):
 def test_json_has_the_documented_shape(strawberry):
     program, truth = strawberry
     frames = perturbed(program, truth, '"word": "\'strawberry\'"}', '"word": "\'strawbery\'"}')
-    data = compare(truth, frames, "ended").to_json()
+    data = compare(truth, frames, RolloutStatus.ENDED).to_json()
     assert data["verdict"] == "diverge"
     assert set(data["first_divergence"]) >= {"step", "kind", "variables", "string_valued"}
     step = data["steps"][2]
@@ -268,7 +268,7 @@ def test_an_extra_loop_iteration_shows_on_the_model_side_then_lines_up(loop):
     # the model runs the loop body once more: `acc += x` and `for x in xs:` again before returning
     assert truth.frames[9].action == "    return acc\n"
     extra = frames[:9] + frames[7:9] + frames[9:]
-    result = compare(truth, extra, "ended")
+    result = compare(truth, extra, RolloutStatus.ENDED)
     first = result.first_divergence
     assert (first.kind, first.step) == ("action", 9)
     assert result.alignment[9:12] == [(None, 9), (None, 10), (9, 11)]
@@ -284,7 +284,7 @@ def test_a_drifting_path_keeps_both_timelines_in_order(loop, interpreter):
     truth = interpreter.trace(program)
     frames = model_frames(program, render_frames(truth.frames, end=True))
     drifting = frames[:5] + [f for i, f in enumerate(frames[5:]) if i % 5 != 0]
-    result = compare(truth, drifting, "ended")
+    result = compare(truth, drifting, RolloutStatus.ENDED)
     assert [t for t, _ in result.alignment if t is not None] == list(range(len(truth.frames)))
     assert [m for _, m in result.alignment if m is not None] == list(range(len(drifting)))
     # each dropped frame is a truth-only row; everything else pairs up again
@@ -329,3 +329,24 @@ def test_the_collector_pause_is_thread_safe():
     finally:
         sys.setswitchinterval(interval)
     assert gc.isenabled()
+
+
+def test_a_rollout_status_has_one_name_and_compare_takes_only_it():
+    """#23: the end status is one enum in trace/ (compare took fifteen string spellings); the
+    spellings of earlier files are read in one place, anything else is refused."""
+    from cwmtui.analysis.compare import compare
+    from cwmtui.model import RolloutStatus as FromModel
+    from cwmtui.trace import Trace, TraceStatus, Status
+
+    assert FromModel is RolloutStatus  # one type, wherever it is imported from
+    truth = Trace([], TraceStatus(Status.COMPLETE))
+    with pytest.raises(TypeError, match="RolloutStatus"):
+        compare(truth, [], "budget exhausted")
+    assert compare(truth, [], RolloutStatus.BUDGET).status is RolloutStatus.BUDGET
+    for saved, status in (("budget", RolloutStatus.BUDGET), ("budget exhausted", RolloutStatus.BUDGET),
+                          ("BUDGET", RolloutStatus.BUDGET), ("frame too long", RolloutStatus.FRAME_LIMIT),
+                          ("too long", RolloutStatus.MAX_FRAMES), (None, RolloutStatus.ENDED)):
+        assert RolloutStatus.read(saved) is status
+    with pytest.raises(ValueError):
+        RolloutStatus.read("exploded")
+    assert RolloutStatus.BUDGET == "budget" and RolloutStatus.BUDGET.label == "budget exhausted"

@@ -6,7 +6,7 @@ import pytest
 
 from cwmtui.analysis.compare import StepKind, compare
 from cwmtui.interpreter import cruxeval_program
-from cwmtui.trace import parse_trace, render_frames
+from cwmtui.trace import RolloutStatus, parse_trace, render_frames
 
 from .conftest import ROOT
 
@@ -28,14 +28,14 @@ def real(interpreter):
 
 def test_a_correct_real_trace_agrees_step_for_step(real):
     program, truth, frames = real["sample_0"]
-    result = compare(truth, frames, "ended")
+    result = compare(truth, frames, RolloutStatus.ENDED)
     assert result.verdict == "agree"
     assert len(frames) == len(truth.frames) == 21
 
 
 def test_real_string_valued_state_error(real):
     program, truth, frames = real["sample_4"]
-    first = compare(truth, frames, "ended").first_divergence
+    first = compare(truth, frames, RolloutStatus.ENDED).first_divergence
     assert (first.kind, first.variables, first.string_valued) == ("state", ["s"], True)
     assert first.regime == "string-valued state"
     assert first.step == 5 and first.lineno == 5  # before `return s`
@@ -43,7 +43,7 @@ def test_real_string_valued_state_error(real):
 
 def test_real_rstrip_predicted_as_no_change(real):
     program, truth, frames = real["sample_23"]
-    result = compare(truth, frames, "ended")
+    result = compare(truth, frames, RolloutStatus.ENDED)
     first = result.first_divergence
     assert (first.kind, first.variables, first.string_valued) == ("state", ["text"], True)
     (diff,) = result.steps[first.step].variables
@@ -53,7 +53,7 @@ def test_real_rstrip_predicted_as_no_change(real):
 
 def test_real_wrong_int_return_of_a_lambda(real):
     program, truth, frames = real["sample_6"]
-    result = compare(truth, frames, "ended")
+    result = compare(truth, frames, RolloutStatus.ENDED)
     first = result.first_divergence
     assert (first.kind, first.variables, first.string_valued) == ("value", ["return"], False)
     row = result.steps[first.step]
@@ -65,7 +65,7 @@ def test_real_wrong_int_return_of_a_lambda(real):
 
 def test_real_comprehension_drifts_then_takes_an_extra_step(real):
     program, truth, frames = real["sample_19"]
-    result = compare(truth, frames, "ended")
+    result = compare(truth, frames, RolloutStatus.ENDED)
     first = result.first_divergence
     assert (first.kind, first.variables, first.string_valued) == ("state", ["c"], True)
     assert len(frames) == len(truth.frames) + 1
@@ -90,6 +90,6 @@ def test_start_of_trace_marker_written_into_the_entry_frame(real):
     text = marked + RECORDS["sample_0"]["generation"]
     frames = parse_trace(text, source=program.source).frames
     frames[0].action = "def main():  # << START_OF_TRACE\n"  # even unstripped, as a backend may pass it
-    result = compare(truth, frames, "ended")
+    result = compare(truth, frames, RolloutStatus.ENDED)
     assert result.verdict == "agree"
     assert result.steps[0].kind is StepKind.MATCH

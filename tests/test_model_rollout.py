@@ -259,7 +259,7 @@ def test_token_budget_exhaustion_stops_between_frames(scripted, program, truth):
     use_script(scripted, program, truth.frames)
     rollout = Rollout(scripted, program, truth.frames[0], RolloutOptions(token_budget=120))
     assert rollout.run() is RolloutStatus.BUDGET
-    assert rollout.status.value == "budget exhausted" and "budget exhausted" in rollout.message
+    assert rollout.status.label == "budget exhausted" and "budget exhausted" in rollout.message
     assert rollout.tokens_used <= 120
     assert rollout.frames == truth.frames[: len(rollout.frames)] and not any(f.is_error for f in rollout.frames)
     assert rollout.partial and len(rollout.frames) < len(truth.frames)

@@ -8,7 +8,7 @@ from cwmtui.analysis.report import aggregate
 from cwmtui.evaluation.record import condition_summary, result_record
 from cwmtui.evaluation.suite import Case
 from cwmtui.interpreter import program_from_source
-from cwmtui.trace import Event, Frame, Status, Trace, TraceStatus
+from cwmtui.trace import Event, Frame, RolloutStatus, Status, Trace, TraceStatus
 
 SOURCE = "def f(x):  # << START_OF_TRACE\n    y = x + 1\n    return y\n"
 PROGRAM = program_from_source(SOURCE, call="f(1)")
@@ -37,7 +37,7 @@ def truth_trace(x=1, result="2", string=False):
     return Trace(frames, TraceStatus(Status.COMPLETE))
 
 
-def make(ident, truth, frames, status="ended", comparison=None, metadata=None, forced=None):
+def make(ident, truth, frames, status=RolloutStatus.ENDED, comparison=None, metadata=None, forced=None):
     """A results record; the comparison is the real compare() unless one is given."""
     free = condition_summary(truth, frames, status, "", comparison or compare(truth, frames, status))
     case = Case(ident, PROGRAM, metadata or {})
@@ -87,7 +87,7 @@ def test_rates_over_a_mixed_batch():
         # right actions, a wrong value from step 2 on: 2 of 4 states right, output wrong
         make("state", truth, wrong_state(truth)),
         # the model stopped after two frames (token budget): output missing
-        make("budget", truth, exact(truth)[:2], status="budget"),
+        make("budget", truth, exact(truth)[:2], status=RolloutStatus.BUDGET),
         # a correct output although one intermediate state was wrong
         make("lucky", truth, [truth.frames[0], line("    y = x + 1\n", {"x": "7"}, 2), *truth.frames[2:]]),
     ]
@@ -107,7 +107,7 @@ def test_rates_over_a_mixed_batch():
 def test_format_errors_are_not_matches_and_not_valid_format():
     truth = truth_trace()
     broken = Frame(None, "", error="locals are not valid JSON", raw="<|line_sep|>{oops")
-    record = make("broken", truth, [truth.frames[0], broken], status="ended")
+    record = make("broken", truth, [truth.frames[0], broken], status=RolloutStatus.ENDED)
     assert record["frames"]["format_errors"] == 1 and record["frames"]["state_matches"] == 1
     assert aggregate([record])["valid_format"] == 0
 
@@ -133,7 +133,7 @@ def test_s5_accuracy_by_n_free_running_and_teacher_forced():
     for n, free_right, forced_right in ((8, 2, 2), (16, 1, 2), (32, 0, 1)):
         for i in range(2):
             frames = exact(truth) if i < free_right else wrong_state(truth)
-            forced = (exact(truth) if i < forced_right else wrong_state(truth), "ended", "")
+            forced = (exact(truth) if i < forced_right else wrong_state(truth), RolloutStatus.ENDED, "")
             records.append(make(f"n{n}-{i}", truth, frames, metadata={"n": n}, forced=forced))
     report = aggregate(records)
     by_n = report["by_n"]
@@ -173,7 +173,7 @@ def s5_records():
     for n, right in ((8, 2), (16, 1), (32, 0)):
         for i in range(2):
             frames = exact(truth) if i < right else wrong_state(truth)
-            records.append(make(f"n{n}-{i}", truth, frames, metadata={"n": n}, forced=(exact(truth), "ended", "")))
+            records.append(make(f"n{n}-{i}", truth, frames, metadata={"n": n}, forced=(exact(truth), RolloutStatus.ENDED, "")))
     return records
 
 

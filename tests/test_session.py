@@ -14,7 +14,7 @@ from cwmtui.analysis.compare import StepKind, compare
 from cwmtui.interpreter import load_program, program_from_source
 from cwmtui.model.replay import ReplayBackend, load_replay
 from cwmtui.session import FORMAT_VERSION, Branch, DebugSession, SessionError
-from cwmtui.trace import Event, Frame
+from cwmtui.trace import Event, Frame, RolloutStatus
 
 from .conftest import GOLDEN, ROOT
 from .world_models import OracleBackend, both, wrong_line, wrong_return, wrong_value
@@ -194,7 +194,7 @@ def test_a_reopened_session_shows_every_row_as_it_was_saved(strawberry, tmp_path
     del frames[15]
     session = DebugSession(program, None, truth=truth)
     session.model_name = "test"
-    session.branches = [Branch("main", frames=frames, status="budget exhausted", tokens={"trace": 150, "processed": 150},
+    session.branches = [Branch("main", frames=frames, status=RolloutStatus.BUDGET, tokens={"trace": 150, "processed": 150},
                                settings={"token_budget": 150, "temperature": 0.0})]
     before = session.compare_branch(session.branches[0])
     kinds = {s.kind for s in before.steps}

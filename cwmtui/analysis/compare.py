@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Sequence
 
-from ..trace import Event, Frame, Status, Trace
+from ..trace import Event, Frame, RolloutStatus, Status, Trace
 from ..trace.collector import collector_paused
 from ..trace.stored import StoredFrames
 from ..trace.tokens import strip_marker
@@ -40,38 +40,6 @@ class StepKind(str, enum.Enum):
     @property
     def is_divergence(self) -> bool:
         return self not in (StepKind.MATCH, StepKind.PENDING, StepKind.UNCHECKED)
-
-
-#: The rollout states compare() understands (the names of model.rollout.RolloutStatus).
-_STATUS_ALIASES = {
-    "running": "RUNNING",
-    "ended": "ENDED",
-    "eos": "ENDED",
-    "stop": "ENDED",
-    "complete": "ENDED",
-    "budget": "BUDGET",
-    "budget exhausted": "BUDGET",
-    "length": "BUDGET",
-    "frame_limit": "FRAME_LIMIT",
-    "frame limit": "FRAME_LIMIT",
-    "frame too long": "FRAME_LIMIT",
-    "max_frames": "MAX_FRAMES",
-    "too long": "MAX_FRAMES",
-    "cancelled": "CANCELLED",
-}
-
-
-def status_name(status) -> str:
-    """``RUNNING``, ``ENDED``, ``BUDGET``, ``FRAME_LIMIT``, ``MAX_FRAMES`` or ``CANCELLED``."""
-    if status is None:
-        return "ENDED"
-    name = getattr(status, "name", None)
-    if isinstance(name, str) and name.upper() in set(_STATUS_ALIASES.values()):
-        return name.upper()
-    text = str(getattr(status, "value", status)).strip().lower()
-    if text.upper() in set(_STATUS_ALIASES.values()):
-        return text.upper()
-    return _STATUS_ALIASES.get(text, "ENDED")
 
 
 @dataclass
@@ -209,7 +177,7 @@ class Comparison:
     first_divergence: Divergence | None
     alignment: list[tuple[int | None, int | None]]
     verdict: str  # "agree" | "diverge" | "pending" (a running or cancelled rollout, no divergence yet)
-    status: str = "ENDED"  # the rollout's status name
+    status: RolloutStatus = RolloutStatus.ENDED  # why the model's trace stopped
     agreed_steps: int = 0  # steps that matched before the first divergence
 
     @property
@@ -262,7 +230,7 @@ class Comparison:
         first = self.first_divergence
         return {
             "verdict": self.verdict,
-            "status": self.status.lower(),
+            "status": self.status.value,
             "agreed_steps": self.agreed_steps,
             "first_divergence": first.to_json() if first is not None else None,
             "rows": rows,
@@ -278,7 +246,8 @@ class Comparison:
         steps = SavedSteps(data["rows"], truth, frames, data["truth_changed"], data["model_changed"])
         # every model frame is on a row, but for a last frame the token budget cut off (compare()
         # leaves it out): a comparison saved while frames kept coming is stale
-        cut = status_name(data["status"]) == "BUDGET" and frames and frames[-1].is_error
+        status = RolloutStatus.read(data["status"])  # (ValueError: a damaged file)
+        cut = status is RolloutStatus.BUDGET and frames and frames[-1].is_error
         if steps.model_frames != len(frames) and not (cut and steps.model_frames == len(frames) - 1):
             raise ValueError(f"the comparison covers {steps.model_frames} of the model's {len(frames)} frames")
         first = data.get("first_divergence")
@@ -287,10 +256,10 @@ class Comparison:
                 raise ValueError("the first divergence is not one of the rows")
             truth_index, model_index, _ = steps.locate(first["step"])
             first = Divergence.from_json(first, truth_index, model_index)
-        verdict, status, agreed = data["verdict"], data["status"], data["agreed_steps"]
-        if verdict not in ("agree", "diverge", "pending") or not isinstance(status, str) or type(agreed) is not int:
-            raise ValueError("the comparison's verdict, status or agreed steps are not understood")
-        return cls(steps, first, SavedAlignment(steps), verdict, status_name(status), agreed)
+        verdict, agreed = data["verdict"], data["agreed_steps"]
+        if verdict not in ("agree", "diverge", "pending") or type(agreed) is not int:
+            raise ValueError("the comparison's verdict or agreed steps are not understood")
+        return cls(steps, first, SavedAlignment(steps), verdict, status, agreed)
 
     def metrics(self) -> dict:
         """Table 9 style scores over the rows where both sides have a frame."""
@@ -309,7 +278,7 @@ class Comparison:
             "verdict": self.verdict,
             "first_divergence": self.first_divergence.to_json() if self.first_divergence else None,
             "agreed_steps": self.agreed_steps,
-            "status": self.status.lower(),
+            "status": self.status.value,
             "steps": [s.to_json() for s in self.steps],
         }
 
@@ -645,15 +614,16 @@ def _truth_facts(frames: list[Frame]) -> tuple[list, list[set[str]]]:
     return keys, changed
 
 
-def compare(truth: Trace, frames: Sequence[Frame], status=None) -> Comparison:
-    """Compare the truth with a model's frames; ``status`` is the rollout's (RolloutStatus or name)."""
+def compare(truth: Trace, frames: Sequence[Frame], status: RolloutStatus = RolloutStatus.ENDED) -> Comparison:
+    """Compare the truth with a model's frames; ``status``: why the model's trace stopped."""
+    if not isinstance(status, RolloutStatus):
+        raise TypeError(f"compare() takes a RolloutStatus, not {status!r} (RolloutStatus.read() reads a saved one)")
     with collector_paused():  # a row, two sets and a list a step: the collector would rescan them
         return _compare(truth, frames, status)
 
 
-def _compare(truth: Trace, frames: Sequence[Frame], status) -> Comparison:
-    status = status_name(status)
-    if status == "BUDGET" and frames and frames[-1].is_error:
+def _compare(truth: Trace, frames: Sequence[Frame], status: RolloutStatus) -> Comparison:
+    if status is RolloutStatus.BUDGET and frames and frames[-1].is_error:
         frames = frames[:-1]  # the frame the budget cut off in the middle: not a format error
     truth_frames = truth.frames
     truth_partial = truth.status.kind in (Status.LIMIT, Status.DIED)
@@ -691,7 +661,7 @@ def _compare(truth: Trace, frames: Sequence[Frame], status) -> Comparison:
                 kind = _path_kind(t, m)
         elif t is not None:
             if row > last_model_row:
-                kind = StepKind.PENDING if status in ("RUNNING", "CANCELLED") else StepKind.MISSING
+                kind = StepKind.PENDING if status.stopped_early else StepKind.MISSING
             else:
                 kind, note = StepKind.ACTION, SKIPPED_STEP
         else:
@@ -724,13 +694,13 @@ def _compare(truth: Trace, frames: Sequence[Frame], status) -> Comparison:
         result.verdict = "diverge"
         result.agreed_steps = first.step
     else:
-        if status in ("RUNNING", "CANCELLED") and n_model < n_truth:
+        if status.stopped_early and n_model < n_truth:
             result.verdict = "pending"
         result.agreed_steps = sum(1 for s in steps if s.kind is StepKind.MATCH)
     return result
 
 
-def divergence_at(steps: list[StepComparison], row: int, status: str) -> Divergence | None:
+def divergence_at(steps: list[StepComparison], row: int, status: RolloutStatus) -> Divergence | None:
     """The divergence shown at ``row``, classified and explained (None for a matching row)."""
     here = steps[row]
     kind = here.kind
@@ -742,7 +712,7 @@ def divergence_at(steps: list[StepComparison], row: int, status: str) -> Diverge
     n_model = sum(1 for s in steps if s.model is not None)
     agreed = sum(1 for s in steps[:row] if s.kind is StepKind.MATCH)
     if kind is StepKind.MISSING:
-        name = {"BUDGET": "budget", "FRAME_LIMIT": "format"}.get(status, "truncated")
+        name = {RolloutStatus.BUDGET: "budget", RolloutStatus.FRAME_LIMIT: "format"}.get(status, "truncated")
         done = sum(1 for s in steps[:row] if s.model is not None)
         story = _end_story(name, status, here.truth, done, n_truth)
         return _make(here, name, [], False, story, here.truth, None)
@@ -876,7 +846,7 @@ def _path_story(kind: str, truth: Frame, model: Frame, steps: list[StepCompariso
     return story
 
 
-def _end_story(kind: str, status: str, truth: Frame, step: int, n_truth: int) -> str:
+def _end_story(kind: str, status: RolloutStatus, truth: Frame, step: int, n_truth: int) -> str:
     remaining = n_truth - step
     if kind == "budget":
         return (
@@ -890,9 +860,9 @@ def _end_story(kind: str, status: str, truth: Frame, step: int, n_truth: int) ->
             f"After {step} agreeing steps the model's next frame ran past the per-frame token limit without "
             f"closing, a format error; the interpreter's next step is {_where(truth)}."
         )
-    if status == "CANCELLED":
+    if status is RolloutStatus.CANCELLED:
         return f"The rollout was cancelled after {step} steps; every step it wrote agreed with the interpreter."
-    if status == "MAX_FRAMES":
+    if status is RolloutStatus.MAX_FRAMES:
         return (
             f"The rollout stopped at its frame cap after {step} steps; the interpreter's trace has {n_truth}. "
             "Every step it wrote agreed."

@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Iterable
 
+from ..trace import RolloutStatus
+
 #: Meta CWM's published figures ("Debugging code world models", arXiv 2602.07672; CWM tech report)
 PUBLISHED = {
     "s5": {
@@ -67,15 +69,12 @@ def condition_metrics(views: list[dict]) -> dict:
 
 
 def normal_status(status) -> str:
-    """Rollout status words, whatever their spelling (``"budget exhausted"`` -> ``"budget"``)."""
-    text = str(status or "").lower().replace(" ", "_").replace("-", "_")
-    if text.startswith("budget"):
-        return "budget"
-    if text.startswith("frame_limit") or text == "frame":
-        return "frame_limit"
-    if text.startswith("max_frames") or text == "too_long":
-        return "max_frames"
-    return text
+    """A results record's status as RolloutStatus names it (earlier files' spellings read too);
+    anything else (``"error"``: the model call failed) as it is."""
+    try:
+        return RolloutStatus.read(status).value
+    except ValueError:
+        return str(status).lower()
 
 
 def aggregate(records: Iterable[dict], suite: str | None = None) -> dict:

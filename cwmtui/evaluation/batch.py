@@ -87,7 +87,7 @@ def evaluate_case(backend, suite: str, truth: Truth, options: BatchOptions, canc
     rollout = free_rollout(backend, truth, rollout_options, cancel)
     model_seconds = time.perf_counter() - began
     comparison = compare(trace, rollout.frames, rollout.status)
-    free = condition_summary(trace, rollout.frames, status_text(rollout.status), rollout.text(), comparison)
+    free = condition_summary(trace, rollout.frames, rollout.status.value, rollout.text(), comparison)
     tokens = {"trace": rollout.tokens_used, "processed": rollout.tokens_processed}
     timings = {"truth_s": round(truth.seconds, 4), "model_s": round(model_seconds, 4)}
     teacher = None
@@ -132,17 +132,10 @@ def teacher_forced_summary(backend, truth: Truth, rollout_options, cancel=None) 
         forced = teacher_force(rollout, trace.frames, cancel=cancel)
     frames = scored_frames(rollout.frames, forced)
     comparison = score_forced(trace, rollout.frames, rollout.status, forced)
-    summary = condition_summary(trace, frames, status_text(rollout.status), rollout.text(), comparison)
+    summary = condition_summary(trace, frames, rollout.status.value, rollout.text(), comparison)
     summary["forced_steps"] = sorted(i for i in forced if i > 0)
     summary["tokens"] = {"trace": rollout.tokens_used, "processed": rollout.tokens_processed}
     return summary
-
-
-def status_text(status) -> str:
-    """``ended``, ``budget``, ``frame_limit``, ``max_frames``, ``cancelled`` or ``running``."""
-    from ..analysis.compare import status_name
-
-    return status_name(status).lower()
 
 
 class RecordedGenerations:
@@ -189,15 +182,17 @@ class RecordedGenerations:
 
     @staticmethod
     def _replay(case: Case, data: dict):
-        from ..analysis.compare import status_name
         from ..model.replay import replay_rollout
-        from ..model.rollout import RolloutStatus
+        from ..trace import RolloutStatus
 
         rollout = replay_rollout(case.program, data["generation"])
         recorded = data.get("status")
         if rollout.status is RolloutStatus.BUDGET and isinstance(recorded, str):
             # the recording just stops; a results file says why (a frame limit, the frame cap)
-            rollout.status = RolloutStatus[status_name(recorded)]
+            try:
+                rollout.status = RolloutStatus.read(recorded)
+            except ValueError:  # a status this version does not know: the recording just stops
+                pass
         return rollout
 
     def close(self) -> None:

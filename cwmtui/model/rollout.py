@@ -16,7 +16,6 @@ and fed to the parser too, so its scope stack and ``".."`` base stay in step.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -25,16 +24,8 @@ from ..trace import tokens
 from ..trace.frame import Event, Frame
 from ..trace.parser import TraceParser
 from ..trace.render import Compressor, Special, frame_segments, prompt_segments
+from ..trace.rollout_status import RolloutStatus
 from .backend import REPLAY_OVERRIDE, Backend, ModelError, is_cancelled
-
-
-class RolloutStatus(str, enum.Enum):
-    RUNNING = "running"
-    ENDED = "ended"  # the model wrote <|end_of_text|>
-    BUDGET = "budget exhausted"  # the whole-trace token budget ran out
-    FRAME_LIMIT = "frame too long"  # one frame exceeded frame_tokens: a format error
-    MAX_FRAMES = "too long"  # max_frames frames
-    CANCELLED = "cancelled"
 
 
 @dataclass

@@ -12,6 +12,7 @@ from .render import (
     render_frames,
     render_trace,
 )
+from .rollout_status import RolloutStatus
 from .source import SourceMap
 
 __all__ = [
@@ -33,4 +34,5 @@ __all__ = [
     "render_frames",
     "render_trace",
     "SourceMap",
+    "RolloutStatus",
 ]

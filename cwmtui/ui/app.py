@@ -24,6 +24,7 @@ from textual.widgets import Footer
 
 from ..interpreter.program import display_name
 from ..terminal import printable
+from ..trace import RolloutStatus
 from .branch_view import BranchView, SessionView
 from .commands import StepCommands
 from .output_panel import OutputPanel
@@ -85,7 +86,7 @@ class FramesArrived(Message):
 
 
 class BranchFinished(Message):
-    def __init__(self, branch: BranchView, status: str, **result) -> None:
+    def __init__(self, branch: BranchView, status: RolloutStatus, **result) -> None:
         self.branch = branch
         self.status = status
         self.result = result
@@ -664,8 +665,8 @@ class DebuggerScreen(Screen):
             self._title_model()
             self.show_step()
         self.set_activity("")
-        if branch.parent is not None or branch.intervention or branch.status != "ended":
-            note = f"{branch.name}: {branch.status}"
+        if branch.parent is not None or branch.intervention or branch.status is not RolloutStatus.ENDED:
+            note = f"{branch.name}: {branch.status.label}"
             if branch.badge:
                 note += f" · {branch.badge}"
             self.notify(note, timeout=4)

@@ -15,7 +15,7 @@ from typing import Iterable
 
 from ..analysis.compare import Comparison, Divergence, StepComparison, StepKind, compare
 from ..interpreter import Program
-from ..trace import Event, Frame, OutputChunk, Trace
+from ..trace import Event, Frame, OutputChunk, RolloutStatus, Trace
 from ..trace.stored import StoredFrames
 
 #: After one of these at a row, the model is on another path through the program.
@@ -113,7 +113,7 @@ class BranchView:
         truth: Trace,
         frames: Iterable[Frame] = (),
         *,
-        status: str = "ended",
+        status: RolloutStatus = RolloutStatus.ENDED,
         parent: str | None = None,
         at_step: int | None = None,
         intervention: str = "",
@@ -154,7 +154,7 @@ class BranchView:
 
     # -- comparison -------------------------------------------------------------------------
     def _compare(self) -> Comparison:
-        return compare(self.truth, self.frames, "running" if self.running else self.status)
+        return compare(self.truth, self.frames, RolloutStatus.RUNNING if self.running else self.status)
 
     def _adopt(self, comparison: Comparison) -> None:
         self.comparison = comparison
@@ -193,7 +193,7 @@ class BranchView:
         self._adopt(self._compare())
         return True
 
-    def finish(self, status: str, frames: list[Frame] | None = None, tokens_used: int | None = None,
+    def finish(self, status: RolloutStatus, frames: list[Frame] | None = None, tokens_used: int | None = None,
                tokens_processed: int | None = None, comparison: Comparison | None = None,
                badge: str | None = None, source: object | None = None) -> None:
         self.running = False
@@ -432,7 +432,7 @@ class SessionView:
         options = session.options
         branches = [branch_view(b, truth) for b in session.branches]
         if not branches:
-            placeholder = BranchView("main", truth, [], status="running", running=True)
+            placeholder = BranchView("main", truth, [], status=RolloutStatus.RUNNING, running=True)
             placeholder.waiting = waiting or "(no model)"
             placeholder.placeholder = True
             branches = [placeholder]

@@ -12,7 +12,7 @@ import threading
 from typing import Callable
 
 from ..interpreter import Limits, Program
-from ..trace import Frame, Status
+from ..trace import Frame, RolloutStatus, Status
 from .app import Activity, BranchFinished, BranchStarted, CwmApp, FramesArrived, Notice, SessionReady, WorkDone, WorkFailed
 from .branch_view import BranchView, SessionView, badge_for, describe_intervention
 
@@ -100,7 +100,7 @@ class LiveSession:
         if view is None:
             view = BranchView(
                 branch.name, self.session.truth, list(branch.frames[:index]),
-                status="running", parent=branch.parent, at_step=branch.at_step,
+                status=RolloutStatus.RUNNING, parent=branch.parent, at_step=branch.at_step,
                 intervention=describe_intervention(branch.intervention), running=True, source=branch,
             )
             self._views[id(branch)] = view
@@ -115,7 +115,7 @@ class LiveSession:
     def _finished(self, branch) -> None:
         view = self._views.get(id(branch))
         if view is None:
-            view = BranchView(branch.name, self.session.truth, [], status="running", running=True, source=branch)
+            view = BranchView(branch.name, self.session.truth, [], status=RolloutStatus.RUNNING, running=True, source=branch)
             self._views[id(branch)] = view
             self._post(BranchStarted(view))
         tokens = getattr(branch, "tokens", None) or {}

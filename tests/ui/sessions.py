@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cwmtui.interpreter import load_program
 from cwmtui.session import Branch, DebugSession
-from cwmtui.trace import Compressor, frame_segments, parse_trace, prompt_segments
+from cwmtui.trace import Compressor, RolloutStatus, frame_segments, parse_trace, prompt_segments
 from cwmtui.ui.branch_view import SessionView
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +49,7 @@ def offline_view(program, truth, frames, description="replay · recorded generat
     """A session as `cwmtui open` shows it: no model behind it, the frames as recorded."""
     session = DebugSession(program, None, truth=truth)
     session.model_name, session.model_description = "replay", description
-    branch = Branch("main", frames=frames, status="ended",
+    branch = Branch("main", frames=frames, status=RolloutStatus.ENDED,
                     tokens={"trace": sum(f.tokens for f in frames), "processed": 0})
     session.branches = [branch]
     session.compare_branch(branch)
