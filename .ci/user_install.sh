@@ -26,7 +26,7 @@ grep -q "first divergence\|agrees" diff.txt
 "$bin/cwmtui" eval cruxeval --count 3 --json > eval.json
 "$bin/python" -c "import json; r = json.load(open('eval.json')); assert r['suite'] == 'cruxeval' and r['count'] == 3, r"
 # a --model directory beyond the bundled kind needs the hf extra: one line that says so
-bundled=$("$bin/python" -c "from cwmtui.model.backend import BUNDLED_DIR; print(BUNDLED_DIR)")
+bundled=$("$bin/python" -c "from cwmtui.model.opening import BUNDLED_DIR; print(BUNDLED_DIR)")
 cp -r "$bundled" big-model
 "$bin/python" -c "
 import json; c = json.load(open('big-model/config.json')); c['hidden_size'] = 4096; c['num_hidden_layers'] = 64

@@ -84,7 +84,7 @@ def open_times(model: str) -> dict[str, float]:
 
     scripts = {
         "open_backend(model) (LeanBackend: numpy, no torch/transformers)":
-            "from cwmtui.model.backend import open_model_dir as o; o(sys.argv[1], device='cpu')",
+            "from cwmtui.model.opening import open_model_dir as o; o(sys.argv[1], device='cpu')",
         "TransformersBackend(model) (torch + transformers)":
             "from cwmtui.model.hf import TransformersBackend as T; T(sys.argv[1], device='cpu')",
     }

@@ -33,6 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cwmtui.analysis import compare as compare_module  # noqa: E402
+from cwmtui.trace import RolloutStatus  # noqa: E402
 from cwmtui.interpreter import Interpreter, program_from_source  # noqa: E402
 from cwmtui.trace import parse_trace, render_frames  # noqa: E402
 
@@ -97,7 +98,7 @@ def main() -> None:
         for aligner, function in (("greedy", shipped), ("difflib", difflib_alignment)):
             compare_module._rest_alignment = function
             try:
-                seconds, result = timed(lambda: compare_module.compare(truth, model, "ended"), args.repeat)
+                seconds, result = timed(lambda model=model: compare_module.compare(truth, model, RolloutStatus.ENDED), args.repeat)
             finally:
                 compare_module._rest_alignment = shipped
             first = result.first_divergence
@@ -108,7 +109,7 @@ def main() -> None:
     model = cases["one skip"]
     start = time.perf_counter()
     for k in range(1, len(model) + 1):
-        compare_module.compare(truth, model[:k], "running")
+        compare_module.compare(truth, model[:k], RolloutStatus.RUNNING)
     total = time.perf_counter() - start
     print(f"streaming: re-compare after each of {len(model)} frames: {total:.2f} s in all, {1000 * total / len(model):.2f} ms per frame")
 

@@ -65,7 +65,7 @@ def main() -> int:
     zoo, zoo_wall = run("zoo", ["zoo", "--type", "string", "--count", str(args.zoo_count)], args.out)
 
     print(f"load average at the start: {load:.1f}")
-    print(f"\n| suite | programs | wall time (model load included) |\n|---|---|---|")
+    print("\n| suite | programs | wall time (model load included) |\n|---|---|---|")
     for name, report, wall in (("cruxeval", crux, crux_wall), ("s5 (free + teacher-forced)", s5, s5_wall), ("zoo, string", zoo, zoo_wall)):
         print(f"| {name} | {report['count']} | {wall:.0f} s |")
 

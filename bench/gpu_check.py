@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from cwmtui.interpreter import load_program
     from cwmtui.model.hf import DEFAULT_CACHE_TOKENS, TransformersBackend, kv_bytes_per_token, read_json
-    from cwmtui.model.backend import BUNDLED_DIR
+    from cwmtui.model.opening import BUNDLED_DIR
     from cwmtui.model.hub import model_directory
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():

@@ -87,7 +87,7 @@ def main() -> int:
         for tree in [ROOT, *map(Path, args.tree)]:
             runs = [run_once(tree, sample) for _ in range(args.repeat)]
 
-            def best(key):
+            def best(key, runs=runs):
                 values = [r[key] for r in runs if key in r]
                 return f"{min(values):.2f}" if values else "-"
 

@@ -56,6 +56,7 @@ def build_session(steps: int):
     """An offline session of about ``steps`` steps, one wrong value at 60% of the way."""
     from cwmtui.interpreter import Interpreter, Limits, program_from_source
     from cwmtui.session import Branch, DebugSession
+    from cwmtui.trace import RolloutStatus
 
     program = program_from_source(PROGRAM.format(n=max(1, (steps - 5) // 2)), "walk.py")
     with Interpreter() as interpreter:
@@ -67,7 +68,7 @@ def build_session(steps: int):
     frames[k] = replace(frames[k], locals={**frames[k].locals, "total": "-1"})
     session = DebugSession(program, None, truth=truth)
     session.model_name, session.model_description = "replay", "replay · benchmark session"
-    branch = Branch("main", frames=frames, status="ended", tokens={"trace": 0, "processed": 0})
+    branch = Branch("main", frames=frames, status=RolloutStatus.ENDED, tokens={"trace": 0, "processed": 0})
     session.branches = [branch]
     session.compare_branch(branch)
     return session

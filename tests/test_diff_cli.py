@@ -117,7 +117,7 @@ def test_errors_are_one_line_and_exit_2(capsys, argv, message):
 
 
 def test_without_a_model_option_it_uses_the_bundled_model_or_says_it_is_missing(capsys, tmp_path):
-    from cwmtui.model.backend import bundled_problem
+    from cwmtui.model.opening import bundled_problem
 
     if bundled_problem() is None:
         pytest.skip("the bundled model is installed here")

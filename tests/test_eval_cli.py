@@ -252,7 +252,7 @@ class FlakyBackend:
 
 
 def test_a_program_the_server_fails_on_is_recorded_and_the_run_goes_on(capsys, tmp_path, monkeypatch):
-    from cwmtui.model import backend as backend_module
+    from cwmtui.cli import model_options as backend_module
 
     monkeypatch.setattr(backend_module, "backend_from_args", lambda args, progress=None: FlakyBackend())
     path = tmp_path / "programs.jsonl"
@@ -279,7 +279,7 @@ def test_a_program_the_server_fails_on_is_recorded_and_the_run_goes_on(capsys, t
 
 
 def test_a_server_that_fails_every_program_stops_the_run(capsys, tmp_path, monkeypatch):
-    from cwmtui.model import backend as backend_module
+    from cwmtui.cli import model_options as backend_module
 
     monkeypatch.setattr(backend_module, "backend_from_args", lambda args, progress=None: FlakyBackend())
     path = tmp_path / "programs.jsonl"

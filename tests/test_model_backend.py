@@ -9,8 +9,9 @@ import shutil
 import pytest
 
 from cwmtui.cli.options import Parser
-from cwmtui.model import ModelError, RolloutOptions, add_model_options, backend_from_args, rollout_options_from_args
-from cwmtui.model import backend as backend_module
+from cwmtui.cli.model_options import add_model_options, backend_from_args, rollout_options_from_args
+from cwmtui.model import ModelError, RolloutOptions
+from cwmtui.model import opening as backend_module
 from cwmtui.model.hf import TransformersBackend, check_model_dir, resolve_device
 
 from .tiny_models import build_tiny_model
@@ -219,7 +220,7 @@ def test_a_small_byte_llama_opens_without_torch_or_transformers_with_the_same_lo
 
     import torch
 
-    from cwmtui.model.backend import open_model_dir
+    from cwmtui.model.opening import open_model_dir
     from cwmtui.model.lean import LeanBackend
 
     lean = open_model_dir(str(model_dir), device="cpu")

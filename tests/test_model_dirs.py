@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from cwmtui.model import ModelError, open_backend
-from cwmtui.model.backend import BUNDLED_DIR
+from cwmtui.model.opening import BUNDLED_DIR
 from cwmtui.model.hf import TransformersBackend, kv_bytes_per_token, offload_warning, plan_placement
 from cwmtui.model.tokenizer import load_tokenizer
 
@@ -206,14 +206,15 @@ def test_a_model_id_not_in_the_cache_is_one_line_and_downloads_nothing(tmp_path,
 
 def test_a_backend_warning_is_printed_by_diff(tmp_path, monkeypatch, capsys):
     from cwmtui.cli import main
-    from cwmtui.model import backend as backend_module
+    from cwmtui.cli import model_options
+    from cwmtui.model import opening
 
     def offloaded(args, progress=None):
-        backend = backend_module.open_bundled()
+        backend = opening.open_bundled()
         backend.warning = offload_warning({"model.layers.0": 0, "model.layers.1": "cpu"})
         return backend
 
-    monkeypatch.setattr(backend_module, "backend_from_args", offloaded)
+    monkeypatch.setattr(model_options, "backend_from_args", offloaded)
     program = tmp_path / "p.py"
     program.write_text("def f(x):  # << START_OF_TRACE\n    return x\n\nf(1)\n")
     main(["diff", str(program), "--json"])

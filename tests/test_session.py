@@ -68,7 +68,7 @@ def test_override_with_the_real_line_recovers_and_holds(strawberry):
     main = session.run_main()
     branch = session.override_with_truth(main, 26)
     assert branch.parent == "main" and branch.at_step == 26
-    assert branch.intervention["source"] == "truth"
+    assert branch.intervention.source == "truth"
     assert branch.frames[26].action == "    return n\n"
     assert branch.comparison.verdict == "agree"
     recovery = branch.recovery
@@ -82,7 +82,7 @@ def test_override_with_another_source_line_diverges_as_asked(strawberry):
     main = session.run_main()
     assert main.comparison.verdict == "agree"
     branch = session.override(main, 5, action="    return n")  # skip the loop
-    assert branch.intervention["source"] == "line"
+    assert branch.intervention.source == "line"
     assert branch.comparison.steps[5].kind is StepKind.ACTION
     assert branch.comparison.first_divergence.step == 5
 
@@ -94,7 +94,7 @@ def test_editing_the_locals_fixes_a_sticky_state_error(strawberry):
     main = session.run_main()
     assert (main.comparison.first_divergence.kind, main.comparison.first_divergence.variables) == ("state", ["n"])
     branch = session.override(main, 11, locals=dict(truth.frames[11].locals))
-    assert branch.intervention["kind"] == "locals"
+    assert branch.intervention.kind == "locals"
     assert branch.frames[11].origin == "edited" and branch.frames[11].locals["n"] == "1"
     assert branch.comparison.steps[11].kind is StepKind.MATCH
     # the model keeps its belief on the following steps; state matches again after the loop returns
@@ -348,7 +348,7 @@ def test_a_saved_comparison_that_does_not_fit_is_compared_again(strawberry, tmp_
 def test_branches_keep_the_rollout_settings_they_ran_with_when_reopened_with_others(strawberry, tmp_path):
     """``cwmtui open S.json --model M --token-budget 4000``: new branches run with 4000, the saved
     ones still say (and the status bar still meters against) the budget they ran with."""
-    from cwmtui.ui.branch_view import SessionView, branch_view
+    from cwmtui.ui.branch_view import BranchView, SessionView
 
     program, truth = strawberry
     session = session_with(strawberry, mistakes={26: wrong_line(LOOP_AGAIN)})
@@ -367,7 +367,7 @@ def test_branches_keep_the_rollout_settings_they_ran_with_when_reopened_with_oth
     reopened = DebugSession.load(str(path))
     assert [b.settings["token_budget"] for b in reopened.branches] == [9000, 4000]
     view = SessionView.from_session(reopened)
-    main_view, child_view = (branch_view(b, reopened.truth) for b in reopened.branches)
+    main_view, child_view = (BranchView(reopened.truth, reopened.branch_state(b)) for b in reopened.branches)
     assert view.budget_of(main_view) == 9000 and view.decoding_of(main_view) == "greedy · budget 9,000"
     assert view.budget_of(child_view) == 4000 and view.decoding_of(child_view).startswith("T=0.5 ")
 
@@ -398,7 +398,7 @@ def test_rollout_settings_that_are_not_numbers_are_a_damaged_file(strawberry, tm
 
 def test_a_replayed_branch_saves_no_limits_it_never_ran_under(interpreter):
     from cwmtui.model import RolloutOptions
-    from cwmtui.ui.branch_view import SessionView, branch_view
+    from cwmtui.ui.branch_view import BranchView, SessionView
 
     path = ROOT / "tests" / "fixtures" / "cwm_cruxeval_generations.jsonl"
     record = load_replay(str(path))[0]
@@ -407,7 +407,7 @@ def test_a_replayed_branch_saves_no_limits_it_never_ran_under(interpreter):
     main = session.run_main()
     assert main.tokens["trace"] > 50 and main.settings["token_budget"] is None
     view = SessionView.from_session(session)
-    assert view.budget_of(branch_view(main, session.truth)) == 0  # no meter against a budget it never had
+    assert view.budget_of(BranchView(session.truth, session.branch_state(main))) == 0  # no meter against a budget it never had
 
 
 def test_one_scoring_of_teacher_forcing_in_the_debugger_diff_and_eval(loop, tmp_path, monkeypatch, capsys):
@@ -419,7 +419,7 @@ def test_one_scoring_of_teacher_forcing_in_the_debugger_diff_and_eval(loop, tmp_
 
     from cwmtui.cli import main
     from cwmtui.interpreter import load_program
-    from cwmtui.model import backend as backends
+    from cwmtui.cli import model_options as backends
 
     program, _ = loop
     folder = tmp_path / "suite"

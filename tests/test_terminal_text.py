@@ -84,7 +84,7 @@ def test_diff_table_and_json(capsys, hostile_copy):
 
 
 def test_eval_tables_with_hostile_ids_and_a_hostile_model_name(capsys, tmp_path, monkeypatch):
-    from cwmtui.model import backend as backend_module
+    from cwmtui.cli import model_options as backend_module
 
     original = backend_module.backend_from_args
 
@@ -134,7 +134,7 @@ async def test_the_tui_shows_every_escape_as_text(interpreter, tmp_path):
     truth = interpreter.trace(program)
     frames = model_frames(program, truth)
     view = offline_view(program, truth, frames, description="replay\x1b]0;model\x07 [/x] (test)")
-    view.branches[0].badge = "badge\x1b[5m"
+    view.branches[0].state.branch.name = "main\x1b[5m"  # a name from a session file: text, not a sequence
     app = CwmApp(view)
     async with app.run_test(size=(120, 40)) as pilot:
         for step in range(len(truth.frames)):

@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 from cwmtui.interpreter import program_from_source
 from cwmtui.suites import s5
 from cwmtui.trace import frames_segments, parse_trace, prompt_segments, tokens
-from cwmtui.training.data import Curriculum, make_batch, pack
+from cwmtui.training.data import Curriculum, make_batch
 from cwmtui.training.documents import SPECIAL_IDS, decode_ids, document, encode_segments
 
 SOURCE = '''def f(s):  # << START_OF_TRACE

@@ -10,7 +10,7 @@ from .options import Parser, add_limit_options, limits_from, program_from
 
 
 def build_parser() -> Parser:
-    from ..model import add_model_options
+    from .model_options import add_model_options
 
     parser = Parser(prog="cwmtui", description="Open the trace debugger: the real interpreter and a code world model side by side.")
     parser.add_argument("program", nargs="?", help="the Python file to trace (not with --replay: a replay record brings its program)")
@@ -69,7 +69,8 @@ def _why_not_writable(directory: str) -> str | None:
 
 
 def run(args) -> int:
-    from ..model import ModelError, backend_from_args, rollout_options_from_args
+    from ..model import ModelError
+    from .model_options import backend_from_args, rollout_options_from_args
     from ..ui.launch import LaunchError, open_program, open_replay_list
 
     check_ui_options(args)

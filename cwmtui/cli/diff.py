@@ -21,7 +21,7 @@ SHOWN_ROWS = 60  # rows of the table without --all
 
 
 def build_parser() -> Parser:
-    from ..model.backend import add_model_options
+    from .model_options import add_model_options
 
     parser = Parser(
         prog="cwmtui diff",
@@ -53,8 +53,8 @@ def parse_override(text: str) -> tuple[int, int | None]:
 
 
 def run(args) -> int:
-    from ..model.backend import ModelError, backend_from_args
-    from ..model.rollout import rollout_options_from_args
+    from ..model.backend import ModelError
+    from .model_options import backend_from_args, rollout_options_from_args
     from ..session import DebugSession, SessionError
 
     if args.program is None and not args.replay:
@@ -147,7 +147,7 @@ def _print_json(session, branch, extra, args) -> None:
         data["recovery"] = extra.recovery.to_json() if extra.recovery else None
         data["branch"] = {
             "name": extra.name,
-            "intervention": extra.intervention,
+            "intervention": extra.intervention.to_json() if extra.intervention is not None else None,
             "verdict": extra.comparison.verdict,
             "first_divergence": extra.comparison.first_divergence.to_json() if extra.comparison.first_divergence else None,
             "tokens": dict(extra.tokens),
@@ -188,8 +188,9 @@ def _print_rich(session, branch, extra, args) -> None:
     _print_summary(console, session, branch)
     if extra is not None:
         console.print()
-        what = extra.intervention or {}
-        console.print(Text.assemble(("override ", "bold"), (f"at step {extra.at_step}: ", ""), (repr((what.get("action") or "").rstrip("\n")), "cyan"), (f" ({what.get('source')})", "dim")))
+        what = extra.intervention
+        action = (what.action or "").rstrip("\n") if what is not None else ""
+        console.print(Text.assemble(("override ", "bold"), (f"at step {extra.at_step}: ", ""), (repr(action), "cyan"), (f" ({what.source if what else None})", "dim")))
         if extra.recovery is not None:
             console.print(Text("recovery: " + extra.recovery.describe(), style="bold green" if extra.recovery.recovered_at is not None else "bold red"))
             if extra.recovery.first_divergence is not None:

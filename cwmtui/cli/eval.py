@@ -25,7 +25,7 @@ def _numbers(option: str, text: str) -> list[int]:
 
 
 def build_parser() -> Parser:
-    from ..model.backend import add_model_options
+    from .model_options import add_model_options
 
     parser = Parser(
         prog="cwmtui eval",
@@ -89,9 +89,9 @@ def run_suite(args) -> int:
     from ..evaluation.batch import BatchOptions, BatchRun, trace_suite
     from ..evaluation.suite import SuiteError, load_suite
     from ..interpreter import Interpreter
-    from ..model.backend import ModelError, backend_from_args
+    from ..model.backend import ModelError
     from ..evaluation.batch import RecordedGenerations
-    from ..model.rollout import rollout_options_from_args
+    from .model_options import backend_from_args, rollout_options_from_args
 
     if args.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")

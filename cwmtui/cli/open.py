@@ -17,7 +17,7 @@ ROLLOUT_OPTIONS = ("token_budget", "frame_tokens", "temperature", "top_p", "seed
 
 
 def build_parser() -> Parser:
-    from ..model import add_model_options
+    from .model_options import add_model_options
 
     parser = Parser(prog="cwmtui open", description="Reopen a session saved with x (or cwmtui diff --save) in the debugger; "
                     "with --model or --server, go on overriding with that model (read-only without one).")
@@ -29,7 +29,8 @@ def build_parser() -> Parser:
 
 
 def run(args) -> int:
-    from ..model import ModelError, backend_from_args
+    from ..model import ModelError
+    from .model_options import backend_from_args
     from ..ui.launch import LaunchError, open_session_file
 
     changes = {name: getattr(args, name) for name in ROLLOUT_OPTIONS if getattr(args, name) is not None}

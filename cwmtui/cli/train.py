@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 
 from . import UsageError
+from ..model.opening import BUNDLED_DIR
 from .options import Parser
 
-BUNDLED = os.path.join(os.path.dirname(os.path.dirname(__file__)), "model", "bundled")
+BUNDLED = BUNDLED_DIR
 
 
 EXAMPLES = """examples:

@@ -47,7 +47,7 @@ class BatchOptions:
 
 def trace_suite(
     cases: list[Case],
-    limits: Limits = Limits(),
+    limits: Limits | None = None,
     on_truth: Callable[[Truth], None] | None = None,
     interpreter: Interpreter | None = None,
     cancel: threading.Event | None = None,
@@ -55,6 +55,7 @@ def trace_suite(
     """The ground truth of every program, through one interpreter (one fork server)."""
     own = interpreter is None
     interpreter = interpreter or Interpreter()
+    limits = limits or Limits()
     truths = []
     try:
         for case in cases:
@@ -259,6 +260,7 @@ class BatchRun:
             except queue.Empty:
                 return
             began = time.perf_counter()
+            record: dict | None
             try:
                 record = evaluate_case(backend, self.suite.name, truth, self.options, self.cancel)
             except Exception as exc:  # noqa: BLE001 - a model error: recorded as this program's result

@@ -9,10 +9,8 @@ tables without a model. See docs/evaluation.md for every field.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Iterable
 
 from ..analysis.outcome import entry_outcome, is_string_value, outcomes_agree
 from ..json_lines import read_json_lines
@@ -171,19 +169,13 @@ def _divergence_json(comparison) -> dict | None:
     if hasattr(divergence, "to_json"):
         data = divergence.to_json()
     else:
-        data = asdict(divergence) if is_dataclass(divergence) else dict(divergence)
+        data = asdict(divergence) if is_dataclass(divergence) and not isinstance(divergence, type) else dict(divergence)
     kind = data.get("kind")
     data["kind"] = getattr(kind, "value", kind)
     data["variables"] = list(data.get("variables") or [])
     data["string_valued"] = bool(data.get("string_valued"))
     keys = ("step", "kind", "regime", "variables", "string_valued", "line", "explanation")
     return {key: data.get(key) for key in keys}
-
-
-def write_results(path: str | Path, records: Iterable[dict]) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
 def read_results(path: str | Path) -> list[dict]:

@@ -86,7 +86,7 @@ def load_suite(
         cases = jsonl_cases(path, count)
         names = {case.metadata.get("suite") for case in cases}
         # a results file of cwmtui eval keeps the suite's name (cruxeval, s5, zoo)
-        return Suite(names.pop() if len(names) == 1 and None not in names else path.stem, cases)
+        return Suite(str(names.pop()) if len(names) == 1 and None not in names else path.stem, cases)
     if not path.exists() and os.sep not in spec and not spec.endswith((".jsonl", ".py")):
         raise SuiteError(f"unknown suite {spec!r}: use cruxeval, s5, zoo, a directory of .py files or a .jsonl file")
     raise SuiteError(f"{spec}: no such file or directory")

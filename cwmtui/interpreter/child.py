@@ -90,12 +90,18 @@ MAX_VALUE = 1 << 16
 
 
 
+def _marked(head: str, mark: str) -> str:
+    """The start of a value's repr and the mark that says it was cut, MAX_VALUE characters in
+    all (so a value cut once is never cut again when its batch is sent)."""
+    return head[: MAX_VALUE - len(mark)] + mark
+
+
 def cut_repr(text: str) -> str:
     """A repr longer than the trace keeps: its start, and how long it was."""
     if len(text) <= MAX_VALUE:
         return text
     _cut[0] += 1
-    return f"{text[:MAX_VALUE]}… <cut: {len(text):,} characters>"
+    return _marked(text, f"… <cut: {len(text):,} characters>")
 
 
 _TEXT_TYPES = (str, bytes, bytearray)
@@ -110,9 +116,9 @@ def _long_text_repr(value) -> str:
     """The repr of a str, bytes or bytearray too long to keep, without building the whole of it."""
     _cut[0] += 1
     if type(value) is bytearray:
-        return f"bytearray({bytes(value[:MAX_VALUE])!r}… <cut: {len(value):,} bytes>)"
+        return _marked(f"bytearray({bytes(value[:MAX_VALUE])!r}", f"… <cut: {len(value):,} bytes>)")
     unit = "characters" if type(value) is str else "bytes"
-    return f"{repr(value[:MAX_VALUE])}… <cut: {len(value):,} {unit}>"
+    return _marked(repr(value[:MAX_VALUE]), f"… <cut: {len(value):,} {unit}>")
 
 
 _CONTAINER_TYPES = frozenset((list, tuple, dict, set, frozenset))
@@ -213,7 +219,7 @@ def _bounded_repr(value) -> str:
         walk(value)
     except _Full:
         _cut[0] += 1
-        return f"{''.join(out)[:MAX_VALUE]}… <cut: over {MAX_VALUE:,} characters>"
+        return _marked("".join(out), f"… <cut: over {MAX_VALUE:,} characters>")
     return "".join(out)
 
 

@@ -165,9 +165,9 @@ def _check_expression(call: str) -> None:
         raise ProgramError(f"--call {shown!r}: a call cannot yield or await; call the entry directly")
 
 
-def _functions(tree: ast.AST) -> list[tuple[str, ast.FunctionDef]]:
+def _functions(tree: ast.AST) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
     """Every function in the file with its qualified name (``Class.method``), in line order."""
-    found: list[tuple[str, ast.FunctionDef]] = []
+    found: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
 
     def walk(node: ast.AST, prefix: str) -> None:
         for child in ast.iter_child_nodes(node):

@@ -55,7 +55,7 @@ def read_ranks(path: str) -> dict[bytes, int]:
     ranks: dict[bytes, int] = {}
     try:
         with open(path, "rb") as handle:
-            for number, line in enumerate(handle, 1):
+            for number, line in enumerate(handle, 1):  # noqa: B007 (the error below names the line)
                 if not line.strip():
                     continue
                 token, rank = line.split()

@@ -182,10 +182,6 @@ class ReplayBackend(Backend):
     def decode(self, ids: Sequence[int]) -> str:
         return self._tokens.decode(ids)
 
-    @property
-    def recorded_tokens(self) -> int:
-        return len(self._ids) - self._prompt_len
-
     def complete(self, prompt_ids, stop_ids, max_new_tokens, temperature=0.0, top_p=1.0, seed=None, cancel=None) -> Completion:
         recorded = self._ids
         n = len(prompt_ids)

@@ -38,19 +38,6 @@ class RolloutOptions:
     seed: int = 0
 
 
-def rollout_options_from_args(args) -> RolloutOptions:
-    """RolloutOptions from the options :func:`add_model_options` adds."""
-    default = RolloutOptions()
-    return RolloutOptions(
-        token_budget=getattr(args, "token_budget", default.token_budget),
-        frame_tokens=getattr(args, "frame_tokens", default.frame_tokens),
-        max_frames=default.max_frames,
-        temperature=getattr(args, "temperature", default.temperature),
-        top_p=getattr(args, "top_p", default.top_p),
-        seed=getattr(args, "seed", default.seed),
-    )
-
-
 _NOT_IN_FRAMES = (tokens.BEGIN_OF_TEXT, tokens.TRACE_CONTEXT_START)
 
 
@@ -139,7 +126,7 @@ class Rollout:
         remaining = options.token_budget - self.tokens_used
         context = self.backend.context_length
         self._context_bound = context is not None and context - len(self._ids) < remaining
-        if self._context_bound:
+        if context is not None and self._context_bound:
             # The model cannot see past its context: that is where its budget really ends.
             remaining = context - len(self._ids)
             if remaining <= 0:

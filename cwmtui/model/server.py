@@ -313,6 +313,9 @@ class RemoteTokenizer:
         self.http = http
         self.model = model
         found: dict[str, int | None] = {}
+        # each tokenizer's own caches (a cache on the class would keep every instance alive)
+        self._encode_cached = functools.lru_cache(maxsize=4096)(self._encode_uncached)
+        self._decode_cached = functools.lru_cache(maxsize=4096)(self._decode_uncached)
         for token in tokens.SPECIAL_TOKENS:
             found[token] = self.find_special(token)
         self.special_ids = check_special_ids(found, f"{http.base}/tokenize")
@@ -330,8 +333,7 @@ class RemoteTokenizer:
             raise ModelError(f"{self.http.base}/tokenize: the answer has no token list")
         return ids
 
-    @functools.lru_cache(maxsize=4096)
-    def _encode_cached(self, text: str) -> tuple[int, ...]:
+    def _encode_uncached(self, text: str) -> tuple[int, ...]:
         if "<|" not in text:
             return tuple(self._tokenize(text)) if text else ()
         head, *rest = text.split("<|")
@@ -344,8 +346,7 @@ class RemoteTokenizer:
     def encode(self, text: str) -> list[int]:
         return list(self._encode_cached(text))
 
-    @functools.lru_cache(maxsize=4096)
-    def _decode_cached(self, ids: tuple[int, ...]) -> str:
+    def _decode_uncached(self, ids: tuple[int, ...]) -> str:
         data = self.http.post("/detokenize", {"model": self.model, "tokens": list(ids)})
         text = data.get("prompt")
         if not isinstance(text, str):

@@ -108,11 +108,11 @@ _FIELD_TYPES = {
 EVENTS = {event.value: event for event in Event}
 
 
-def check_types(values: Iterable, what: str, *kinds: type) -> None:
+def check_types(values: Iterable, what: str, *kinds: type | None) -> None:
     """Raise TypeError unless every value is of one of ``kinds`` (None: also None)."""
     allowed = {type(None) if kind is None else kind for kind in kinds}
     for found in set(map(type, values)) - allowed:
-        raise TypeError(f"a frame's {what} is {found.__name__}, not {kinds[0].__name__}")
+        raise TypeError(f"a frame's {what} is {found.__name__}, not {getattr(kinds[0], '__name__', 'None')}")
 
 
 def check_locals(values: Iterable) -> None:

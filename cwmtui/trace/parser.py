@@ -66,7 +66,7 @@ class TraceParser:
             text = self._carry + data
             cut = _held_back(text)
             self._carry = text[cut:]
-            pieces = split_text(text[:cut])
+            pieces: Iterable[str] = split_text(text[:cut])
         else:
             pieces = data
             if self._carry:

@@ -53,7 +53,7 @@ def figures(table) -> dict:
 
 
 def measurements(path: str, count: int = 20) -> dict:
-    from ..model.backend import open_model_dir
+    from ..model.opening import open_model_dir
 
     model = load_model(path)
     out: dict = {"families": {}, "s5": {}, "zoo": {}, "zoo_string": {}}
@@ -251,6 +251,6 @@ def write_card(path: str, count: int = 20) -> str:
 
 
 if __name__ == "__main__":
-    from ..cli.train import BUNDLED
+    from ..model.opening import BUNDLED_DIR as BUNDLED
 
     write_card(sys.argv[1] if len(sys.argv) > 1 else BUNDLED)

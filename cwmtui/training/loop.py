@@ -114,7 +114,6 @@ def learning_rate(opts: TrainOptions, step: int, tokens: int) -> float:
 
 def masked_loss(model, ids, mask):
     """Mean cross-entropy over the targets where mask is 1 (mask[t]: predict token t from t-1)."""
-    import torch
     import torch.nn.functional as F
 
     hidden = model.model(input_ids=ids).last_hidden_state[:, :-1]
@@ -200,8 +199,6 @@ def held_out_documents():
 
 def evaluate(model, documents) -> dict:
     """Teacher-forced next-frame exact, whole-trace exact and token accuracy on ``documents``."""
-    import torch
-
     from .measure import Table, score
 
     table = Table()

@@ -149,7 +149,7 @@ def score(model, program: SuiteProgram, doc: Document, context: int = CONTEXT) -
 
 def measure(model, programs: list[SuiteProgram], interpreter: Interpreter, backend=None) -> Table:
     """Byte-for-byte figures from one teacher-forced pass; with ``backend`` (the same weights
-    opened by :func:`cwmtui.model.open_model_dir`), ``frames_exact`` and ``trace_exact`` become
+    opened by :func:`cwmtui.model.opening.open_model_dir`), ``frames_exact`` and ``trace_exact`` become
     the state-level figures (see the module's docstring; the byte ones are kept beside them)."""
     table = Table()
     for program, doc, trace in trace_documents(programs, interpreter):

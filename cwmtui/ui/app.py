@@ -8,7 +8,9 @@ workers that post messages; only the handlers change state.
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -17,7 +19,6 @@ from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer
@@ -27,6 +28,21 @@ from ..terminal import printable
 from ..trace import RolloutStatus
 from .branch_view import BranchView, SessionView
 from .commands import StepCommands
+from .keymap import load_keymap
+from .messages import (
+    Activity,
+    BranchFinished,
+    BranchStarted,
+    BranchUpdated,
+    LensReady,
+    LensWanted,
+    ModelState,
+    Notice,
+    SessionReady,
+    WorkDone,
+    WorkFailed,
+    WorkStarted,
+)
 from .output_panel import OutputPanel
 from .screens import (
     EditLocalsScreen,
@@ -44,82 +60,8 @@ from .themes import DEFAULT_THEME, VARIABLE_DEFAULTS, ThemeError, ThemeFile, loa
 from .timeline import Timeline
 
 PLAY_SPEEDS = (1, 2, 4, 8, 16, 32, 64)  # steps per second
-REDRAW_EVERY = 0.1  # seconds between redraws while a rollout streams
 WIDE_COLUMNS = 140  # from this width on, "auto" puts the source pane in its own column
 OUTPUT_COLUMNS = 100  # below this width the stacked layout has no room for the output panel
-
-# -- messages from workers ------------------------------------------------------------------
-
-
-class SessionReady(Message):
-    """The truth is recorded (and perhaps a model is open): here is what to show."""
-
-    def __init__(self, view: SessionView) -> None:
-        self.view = view
-        super().__init__()
-
-
-class Activity(Message):
-    """What a worker is doing now (shown in the status bar); "" when it is done."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        super().__init__()
-
-
-class BranchStarted(Message):
-    def __init__(self, branch: BranchView, select: bool = True) -> None:
-        self.branch = branch
-        self.select = select
-        super().__init__()
-
-
-class FramesArrived(Message):
-    """A running rollout wrote frames (they stream in as they are generated)."""
-
-    def __init__(self, branch: BranchView, index: int, frame, tokens_used: int | None = None) -> None:
-        self.branch = branch
-        self.index = index
-        self.frame = frame
-        self.tokens_used = tokens_used
-        super().__init__()
-
-
-class BranchFinished(Message):
-    def __init__(self, branch: BranchView, status: RolloutStatus, **result) -> None:
-        self.branch = branch
-        self.status = status
-        self.result = result
-        super().__init__()
-
-
-class WorkDone(Message):
-    """A worker's job ended (whatever it posted before): its cancel key no longer applies."""
-
-    def __init__(self, cancel: Callable[[], None]) -> None:
-        self.cancel = cancel
-        super().__init__()
-
-
-class WorkFailed(Message):
-    """A worker failed: a one-line title and a message for the user."""
-
-    def __init__(self, title: str, message: str, fatal: bool = False) -> None:
-        self.title = title
-        self.message = message
-        self.fatal = fatal
-        super().__init__()
-
-
-class Notice(Message):
-    """Something the user should know that is not a failure (e.g. a model partly offloaded to
-    the CPU): a warning toast."""
-
-    def __init__(self, title: str, message: str) -> None:
-        self.title = title
-        self.message = message
-        super().__init__()
-
 
 # -- the main screen ------------------------------------------------------------------------
 
@@ -164,6 +106,8 @@ BINDINGS = [
     Binding("escape", "cancel", "Cancel", id="work.cancel", key_display="esc"),
     Binding("q", "app.quit", "Quit", id="app.quit"),
 ]
+#: bindings the palette leaves out: help (the palette is help), quit (Textual's own), cancel
+PALETTE_SKIPS = frozenset({"app.help", "app.quit", "work.cancel"})
 
 
 class DebuggerScreen(Screen):
@@ -210,8 +154,7 @@ class DebuggerScreen(Screen):
         self._play_timer = None
         self.last_search = ""
         self._work_cancel: Callable[[], None] | None = None
-        self._redraw_timer = None
-        self._last_redraw = 0.0
+        self._lenses_asked: set[tuple] = set()
 
     # -- layout -------------------------------------------------------------------------------
     @property
@@ -388,6 +331,10 @@ class DebuggerScreen(Screen):
         branch = self.branch
         self.step = len(branch) - 1 if branch is not None else 0
 
+    def go_to_step(self, step: int) -> None:
+        """Show step ``step`` (the palette's "go to step N")."""
+        self.step = step
+
     def action_go_to(self) -> None:
         branch = self.branch
         if branch is None or not len(branch):
@@ -510,7 +457,7 @@ class DebuggerScreen(Screen):
             return False
         if not view.can_generate:
             why = self.cwm.no_model_reason or "this session has no live model"
-            if "needs a live model" in why or "need a live model" in why:
+            if self.cwm.replay:  # the reason says it all: "... overrides need a live model ..."
                 self.notify(f"{what}: {why}", severity="warning", timeout=6)
             else:
                 self.notify(f"{what} needs a live model: {why}", severity="warning", timeout=6)
@@ -582,7 +529,8 @@ class DebuggerScreen(Screen):
         self.cwm.export_session()
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen([b for b in self.BINDINGS if self.check_action(b.action, ()) is not False]))
+        shown = [b for b in self.cwm.bindings_as_bound() if self.check_action(b.action, ()) is not False]
+        self.app.push_screen(HelpScreen(shown))
 
     def action_triage(self) -> None:
         self.stop_playing()
@@ -635,29 +583,52 @@ class DebuggerScreen(Screen):
             self._title_model()
             self.update_status()
 
-    def on_frames_arrived(self, message: FramesArrived) -> None:
-        message.branch.put(message.index, message.frame, message.tokens_used)
-        if self._redraw_timer is None:
-            wait = max(0.01, REDRAW_EVERY - (time.monotonic() - self._last_redraw))
-            self._redraw_timer = self.set_timer(wait, self._redraw_streaming)
+    def on_branch_updated(self, message: BranchUpdated) -> None:
+        """A running branch's newer state (compared in the worker; a few a second at most)."""
+        branch = message.branch
+        if not branch.running:
+            return  # (a timer's state that crossed the branch's last one)
+        branch.update(message.state)
+        if branch is self.branch:
+            self.query_one("#truth", Timeline).update_size()
+            self.query_one("#model", Timeline).update_size()
+            self._title_model()
+            self.show_step()
 
-    def _redraw_streaming(self) -> None:
-        """Compare the streaming branches again and redraw (a few times a second at most)."""
-        self._redraw_timer = None
-        self._last_redraw = time.monotonic()
+    def on_work_started(self, message: WorkStarted) -> None:
+        self._work_cancel = message.cancel
+
+    def on_model_state(self, message: ModelState) -> None:
+        self.cwm.no_model_reason = message.reason
+        self.cwm.replay = message.replay
+
+    def on_lens_wanted(self, message: LensWanted) -> None:
+        """Ask a worker for a token lens (the model's tokenizer may be a server away)."""
         view = self.view
         if view is None:
             return
-        for branch in view.branches:
-            if branch.sync() and branch is self.branch:
-                self.query_one("#truth", Timeline).update_size()
-                self.query_one("#model", Timeline).update_size()
-                self._title_model()
-                self.show_step()
+        key = view.lens_key(message.branch, message.row, message.name)
+        if key in self._lenses_asked:
+            return
+        self._lenses_asked.add(key)
+        branch, row, name = message.branch, message.row, message.name
+
+        def work() -> None:
+            self.post_message(LensReady(key, view.work_out_lens(branch, row, name)))
+
+        self.run_worker(work, thread=True, group="lens", name="token lens")
+
+    def on_lens_ready(self, message: LensReady) -> None:
+        view = self.view
+        if view is None:
+            return
+        view.keep_lens(message.key, message.lens)
+        if self.branch is not None and view.lens_key(self.branch, self.step, message.key[3]) == message.key:
+            self.state_panel.show(self.branch, self.step)
 
     def on_branch_finished(self, message: BranchFinished) -> None:
         branch = message.branch
-        branch.finish(message.status, **message.result)
+        branch.finish(message.state)
         self._work_cancel = None
         if branch is self.branch:
             self.query_one("#truth", Timeline).show_branch(branch)
@@ -718,6 +689,7 @@ class CwmApp(App):
         self.export_dir = Path(export_dir)
         self.opener = opener  # starts the workers of a live session (see live.py)
         self.no_model_reason = no_model_reason
+        self.replay = False  # a replay of recorded generations: no intervention is possible
         self.theme_file: ThemeFile | None = None
         self._theme_spec = theme
         self.live = None  # the live session's engine side (set by the opener)
@@ -756,8 +728,37 @@ class CwmApp(App):
 
     def on_mount(self) -> None:
         self.apply_theme(self._theme_spec)
+        keymap, problems = load_keymap({b.id for b in BINDINGS if b.id})
+        if keymap:
+            self.set_keymap(keymap)
+        for problem in problems:
+            self.notify(problem, severity="warning", timeout=10)
         if self.opener is not None:
             self.opener(self)
+
+    def bindings_as_bound(self) -> list[Binding]:
+        """The debugger's bindings with the keys the user's keymap gave them."""
+        keymap = self._keymap
+        return [dataclasses.replace(b, key=keymap[b.id], key_display=None) if b.id in keymap else b for b in BINDINGS]
+
+    def adopt_live(self, live) -> None:
+        """The live session whose workers feed this app (its opener calls this, on mount)."""
+        self.live = live
+
+    def adopt_triage(self, triage) -> None:
+        """The failure list of a replay file with many programs (its opener calls this)."""
+        self.triage = triage
+
+    def begin_program(self) -> None:
+        """The triage list picked another program: forget the one on screen (its workers
+        stopped), back to the debugger, which waits for the new one's messages."""
+        if self.live is not None:
+            self.live.cancel_all()
+        self.view = None
+        self.no_model_reason = ""
+        self.replay = False
+        self.pop_screen()
+        self.debugger.reset()
 
     def on_unmount(self) -> None:
         # a rollout in a worker thread would keep the process alive until it ended
@@ -772,21 +773,18 @@ class CwmApp(App):
         debugger = self.screen_stack[0]
         if not isinstance(debugger, DebuggerScreen):
             return
-        yield SystemCommand("Go to step", "Type a step number to jump to it (or type the number here)",
-                            debugger.action_go_to)
+        # every key of the debugger, from the one bindings table (as the keymap bound them)
+        for binding in self.bindings_as_bound():
+            if binding.id in PALETTE_SKIPS or debugger.check_action(binding.action, ()) is False:
+                continue
+            keys = ", ".join(self.get_key_display(Binding(k.strip(), "")) for k in binding.key.split(","))
+            yield SystemCommand(binding.description, f"key {keys}", partial(debugger.run_action, binding.action))
         yield SystemCommand("Jump to first divergence", "Select the step where the model first leaves the truth",
                             self.jump_to_first_divergence)
-        yield SystemCommand("Next divergence", "The next step where the two traces differ",
-                            lambda: debugger.action_divergence(1))
-        yield SystemCommand("Previous divergence", "The previous step where the two traces differ",
-                            lambda: debugger.action_divergence(-1))
         for name in theme_names():
             yield SystemCommand(f"Theme: {name}", f"Switch to the {name} theme", lambda n=name: self.switch_theme(n))
-        yield SystemCommand("Export session", "Save the session as JSON and the screen as SVG", self.export_session)
         yield SystemCommand("Toggle layout", "Source pane in its own column, or below the timelines",
                             self.toggle_layout)
-        yield SystemCommand("Teacher-forced rollout", "Run the model with every action forced from the truth",
-                            debugger.action_teacher_forced)
 
     def jump_to_first_divergence(self) -> None:
         debugger = self.screen_stack[0]

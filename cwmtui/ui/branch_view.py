@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Sequence
 
 from ..analysis.compare import Comparison, Divergence, StepComparison, StepKind, compare
 from ..interpreter import Program
 from ..trace import Event, Frame, OutputChunk, RolloutStatus, Trace
+from ..analysis.lens import Lens
+from ..session import Branch, BranchState, DebugSession
 from ..trace.stored import StoredFrames
 
 #: After one of these at a row, the model is on another path through the program.
@@ -105,59 +107,90 @@ class VariableRow:
 
 
 class BranchView:
-    """One rollout of the model, compared with the truth row by row."""
+    """One rollout of the model as the screen shows it: a read-only :class:`BranchState` the
+    engine made (frames, comparison, status, tokens), and what navigation asks of its rows (next
+    divergence, next call, search). A running branch gets a new state from the worker that grows
+    it (:meth:`update`); nothing here compares, or reads the engine's branch while it grows."""
 
-    def __init__(
-        self,
-        name: str,
-        truth: Trace,
-        frames: Iterable[Frame] = (),
-        *,
-        status: RolloutStatus = RolloutStatus.ENDED,
-        parent: str | None = None,
-        at_step: int | None = None,
-        intervention: str = "",
-        badge: str = "",
-        tokens_used: int = 0,
-        tokens_processed: int = 0,
-        running: bool = False,
-        comparison: Comparison | None = None,
-        source: object | None = None,
-    ) -> None:
-        self.name = name
+    def __init__(self, truth: Trace, state: BranchState, *, running: bool = False) -> None:
         self.truth = truth
-        # frames read back from a session file stay as they are: built when a row shows them
-        self.frames: list[Frame] | StoredFrames = frames if isinstance(frames, StoredFrames) else list(frames)
-        self.status = status
-        self.parent = parent
-        self.at_step = at_step
-        self.intervention = intervention
-        self.badge = badge
-        self.tokens_used = tokens_used
-        self.tokens_processed = tokens_processed
         self.running = running
-        self.source = source  # the engine's branch object, when there is one
         self.waiting = ""  # what the model side says on rows not written yet (no model, loading)
         self.placeholder = False  # stands in for the main rollout until it starts
         self.version = 0  # bumped whenever rows change: widgets drop cached lines
         self._calls: list[int] | None = None
-        self._dirty = False
         self._tokens_version: tuple = ()
         self._token_totals = (0, 0)
-        self.comparison: Comparison
-        self._adopt(comparison if comparison is not None else self._compare())
+        self.state = state
+        self._adopt(state)
+
+    @classmethod
+    def waiting_for(cls, truth: Trace, waiting: str) -> "BranchView":
+        """The placeholder shown before the main rollout starts (no model, or one loading)."""
+        branch = Branch("main")
+        state = BranchState(branch, [], compare(truth, [], RolloutStatus.RUNNING), RolloutStatus.RUNNING)
+        view = cls(truth, state, running=True)
+        view.waiting = waiting
+        view.placeholder = True
+        return view
+
+    # -- what the engine said --------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.state.name
+
+    @property
+    def parent(self) -> str | None:
+        return self.state.parent
+
+    @property
+    def at_step(self) -> int | None:
+        return self.state.at_step
+
+    @property
+    def status(self) -> RolloutStatus:
+        return self.state.status
+
+    @property
+    def frames(self) -> Sequence[Frame]:
+        return self.state.frames
+
+    @property
+    def comparison(self) -> Comparison:
+        return self.state.comparison
+
+    @property
+    def tokens_used(self) -> int:
+        return self.state.tokens_used
+
+    @property
+    def tokens_processed(self) -> int:
+        return self.state.tokens_processed
+
+    @property
+    def source(self) -> Branch | None:
+        """The engine's branch, to grow new branches from (None for the placeholder)."""
+        return None if self.placeholder else self.state.branch
+
+    @property
+    def intervention(self) -> str:
+        """What the user did to start this branch, for people ("" for the main rollout)."""
+        intervention = self.state.intervention
+        return intervention.describe() if intervention is not None else ""
+
+    @property
+    def badge(self) -> str:
+        return badge_for(self.state)
 
     @property
     def settings(self) -> dict | None:
         """The rollout options this branch ran with (None: unknown, the session's apply)."""
-        return getattr(self.source, "settings", None)
+        return self.state.settings
 
-    # -- comparison -------------------------------------------------------------------------
-    def _compare(self) -> Comparison:
-        return compare(self.truth, self.frames, RolloutStatus.RUNNING if self.running else self.status)
-
-    def _adopt(self, comparison: Comparison) -> None:
-        self.comparison = comparison
+    # -- new states --------------------------------------------------------------------------
+    def _adopt(self, state: BranchState) -> None:
+        self.state = state
+        comparison = state.comparison
         self.steps: list[StepComparison] = comparison.steps
         self._divergence_rows = comparison.divergent_rows()
         # where a run of divergent rows starts: what d / D jump between
@@ -174,42 +207,14 @@ class BranchView:
         self._calls = None
         self.version += 1
 
-    def put(self, index: int, frame: Frame, tokens_used: int | None = None) -> None:
-        """Frame ``index`` arrived from a running rollout (a rewind may replace later ones).
+    def update(self, state: BranchState) -> None:
+        """The worker's newer state of this running branch."""
+        self._adopt(state)
 
-        The comparison is redone by :meth:`sync`, which the UI calls at most a few times a
-        second however fast frames stream in.
-        """
-        del self.frames[index:]
-        self.frames.append(frame)
-        self.tokens_used = tokens_used if tokens_used is not None else sum(f.tokens for f in self.frames)
-        self._dirty = True
-
-    def sync(self) -> bool:
-        """Compare again if frames arrived since the last time; True when rows changed."""
-        if not self._dirty:
-            return False
-        self._dirty = False
-        self._adopt(self._compare())
-        return True
-
-    def finish(self, status: RolloutStatus, frames: list[Frame] | None = None, tokens_used: int | None = None,
-               tokens_processed: int | None = None, comparison: Comparison | None = None,
-               badge: str | None = None, source: object | None = None) -> None:
+    def finish(self, state: BranchState) -> None:
+        """The branch has stopped: its last state."""
         self.running = False
-        self._dirty = False
-        self.status = status
-        if badge is not None:
-            self.badge = badge
-        if source is not None:
-            self.source = source
-        if frames is not None:
-            self.frames = list(frames)
-        if tokens_used is not None:
-            self.tokens_used = tokens_used
-        if tokens_processed is not None:
-            self.tokens_processed = tokens_processed
-        self._adopt(comparison if comparison is not None else self._compare())
+        self._adopt(state)
 
     def token_totals(self) -> tuple[int, int]:
         """(tokens in the trace, frames that carry a token count), cached per version."""
@@ -349,45 +354,19 @@ class BranchView:
         return rows
 
 
-def badge_for(branch) -> str:
-    """The badge of an engine branch: how an intervention turned out."""
-    intervention = getattr(branch, "intervention", None) or {}
-    comparison = getattr(branch, "comparison", None)
-    if intervention.get("kind") == "teacher_force" and comparison is not None:
+def badge_for(branch: BranchState) -> str:
+    """How a branch's intervention turned out, in a few words."""
+    intervention, comparison = branch.intervention, branch.comparison
+    if intervention is not None and intervention.teacher_forced and comparison is not None:
         paired = [s for s in comparison.steps if s.truth is not None and s.model is not None]
         right = sum(1 for s in paired if s.kind is StepKind.MATCH)
         return f"teacher-forced: {right}/{len(paired)} steps right"
-    rec = getattr(branch, "recovery", None)
+    rec = branch.recovery
     if rec is None:
         return ""
     if rec.recovered_at is not None:
         return f"recovered at step {rec.recovered_at}"
     return f"not recovered within {rec.rows_after} steps"
-
-
-def describe_intervention(intervention: dict | None) -> str:
-    if not intervention:
-        return ""
-    kind, step = intervention.get("kind", ""), intervention.get("step")
-    if kind == "teacher_force":
-        return "every action forced from the interpreter"
-    what = {"action": "action", "locals": "state", "action+locals": "action and state"}.get(kind, kind)
-    source = {"truth": "the real line", "line": "another line", "typed": "a typed line"}.get(
-        intervention.get("source", ""), "")
-    text = f"{what} overridden at step {step}"
-    return text + (f" with {source}" if source and "action" in kind else "")
-
-
-def branch_view(branch, truth: Trace) -> BranchView:
-    """The view of an engine branch (a session's ``Branch``)."""
-    tokens = getattr(branch, "tokens", None) or {}
-    return BranchView(
-        branch.name, truth, branch.frames,
-        status=branch.status, parent=branch.parent, at_step=branch.at_step,
-        intervention=describe_intervention(branch.intervention), badge=badge_for(branch),
-        tokens_used=int(tokens.get("trace", 0)), tokens_processed=int(tokens.get("processed", 0)),
-        comparison=branch.comparison, source=branch,
-    )
 
 
 @dataclass
@@ -404,11 +383,12 @@ class SessionView:
     frame_tokens: int = 512
     can_generate: bool = False
     origin: str = ""  # where the session came from: "live", "replay FILE#ID", "session FILE"
-    engine: object | None = None  # the DebugSession behind this view, when there is one
+    engine: DebugSession | None = None  # the session behind this view, when there is one
     lens_label: str = "the model's tokenizer"  # whose tokens the token lens shows
 
     def __post_init__(self) -> None:
         self._output_steps = [chunk.step for chunk in self.truth.output]
+        self._lenses: dict[tuple, Lens | None] = {}
 
     def decoding_of(self, branch: BranchView | None) -> str:
         """The decoding (and budget) ``branch`` ran with: a reopened session's branches keep
@@ -430,12 +410,9 @@ class SessionView:
         truth = session.truth
         backend = session.backend
         options = session.options
-        branches = [branch_view(b, truth) for b in session.branches]
+        branches = [BranchView(truth, session.branch_state(b)) for b in session.branches]
         if not branches:
-            placeholder = BranchView("main", truth, [], status=RolloutStatus.RUNNING, running=True)
-            placeholder.waiting = waiting or "(no model)"
-            placeholder.placeholder = True
-            branches = [placeholder]
+            branches = [BranchView.waiting_for(truth, waiting or "(no model)")]
         view = cls(
             session.program, truth, branches,
             model_name=session.model_name, model_description=session.model_description,
@@ -448,18 +425,33 @@ class SessionView:
         )
         return view
 
-    def lens(self, branch: BranchView, row: int, name: str):
-        """The engine's token lens of a differing value (None when it has no tokenizer)."""
-        session, source = self.engine, branch.source
-        if session is None or source is None or getattr(source, "comparison", None) is None:
-            return None
-        if len(source.frames) != len(branch.frames):
-            return None  # still streaming: the engine's comparison is behind the view
+    # -- the token lens: asked of the engine in a worker (a tokenizer may be a server away) --
+    def lens_key(self, branch: BranchView, row: int, name: str) -> tuple:
+        return (branch.name, branch.version, row, name)
+
+    def cached_lens(self, branch: BranchView, row: int, name: str) -> tuple[bool, Lens | None]:
+        """``(known, lens)``: the engine's token lens of a differing value if it was worked out
+        (None: the model's tokenizer cannot split it); ``known`` False: ask for it
+        (:meth:`work_out_lens`, in a worker). A branch still running, or a view with no engine,
+        has none to ask for."""
+        if self.engine is None or branch.source is None or branch.running:
+            return True, None
+        key = self.lens_key(branch, row, name)
+        if key in self._lenses:
+            return True, self._lenses[key]
+        return False, None
+
+    def work_out_lens(self, branch: BranchView, row: int, name: str) -> Lens | None:
+        """The engine's token lens (worker thread: it tokenizes through the backend)."""
         variable = {"(return)": "return", "(raise)": "raise"}.get(name, name)
         try:
-            return session.lens(source, row, variable)
+            return self.engine.lens(branch.state.branch, row, variable, comparison=branch.comparison)
         except Exception:  # noqa: BLE001 - a tokenizer failing must not take the panel down
             return None
+
+    def keep_lens(self, key: tuple, lens: Lens | None) -> None:
+        """A lens a worker worked out (message handler)."""
+        self._lenses[key] = lens
 
     def branch(self, name: str) -> BranchView | None:
         for branch in self.branches:

@@ -24,6 +24,6 @@ class StepCommands(Provider):
             return
 
         def go() -> None:
-            debugger.step = step
+            debugger.go_to_step(step)
 
         yield Hit(1.0, f"Go to step {step}", go, help=f"of {len(branch) - 1}")

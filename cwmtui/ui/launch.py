@@ -99,7 +99,7 @@ class ReplayTriage:
         from .triage import TriageScreen
 
         self.app = app
-        app.triage = self
+        app.adopt_triage(self)
         app.install_screen(TriageScreen(self.path, self.rows, self.open_row), name="triage")
         app.push_screen("triage")
 
@@ -114,12 +114,7 @@ class ReplayTriage:
         except ModelError as exc:
             app.notify(str(exc), title="cannot open this program", severity="error")
             return
-        if app.live is not None:
-            app.live.cancel_all()
-        app.view = None
-        app.no_model_reason = ""
-        app.pop_screen()
-        app.debugger.reset()
+        app.begin_program()
         live = LiveSession(record.program, lambda progress: backend, self.options, self.limits,
                            origin=f"replay {os.path.basename(self.path)}#{record.id}")
         live.start(app)

@@ -1,20 +1,38 @@
 """A live session: the engine's long work run in worker threads, reported to the app as messages.
 
 The worker records the truth, opens the world model, runs the main rollout, and later the
-overrides and the teacher-forced rollout the user asks for. It never touches a widget: it posts
-:mod:`messages <cwmtui.ui.app>` to the debugger screen, whose handlers own the state. Each job
-has a cancel event that ``esc`` sets.
+overrides and the teacher-forced rollout the user asks for. It never touches a widget, the app
+or the screen: it posts :mod:`messages <cwmtui.ui.messages>` to the debugger screen, whose
+handlers own the state. While a branch grows, the worker compares it with the truth itself and
+posts its newer :class:`~cwmtui.session.BranchState` a few times a second (more rarely when
+comparing takes longer), never once per frame. Each job has a cancel event that ``esc`` sets.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Callable
 
 from ..interpreter import Limits, Program
-from ..trace import Frame, RolloutStatus, Status
-from .app import Activity, BranchFinished, BranchStarted, CwmApp, FramesArrived, Notice, SessionReady, WorkDone, WorkFailed
-from .branch_view import BranchView, SessionView, badge_for, describe_intervention
+from ..trace import Frame, Status
+from .app import CwmApp
+from .branch_view import BranchView, SessionView
+from .messages import (
+    Activity,
+    BranchFinished,
+    BranchStarted,
+    BranchUpdated,
+    ModelState,
+    Notice,
+    SessionReady,
+    WorkDone,
+    WorkFailed,
+    WorkStarted,
+)
+
+#: seconds between a running branch's states on screen (at least; more when comparing is slow)
+UPDATE_EVERY = 0.1
 
 #: open_model(progress) -> Backend; progress(stage, fraction or None)
 ModelOpener = Callable[[Callable[[str, "float | None"], None]], object]
@@ -34,6 +52,9 @@ class LiveSession:
         self.session = None  # the DebugSession, once the truth is recorded
         self.view: SessionView | None = None
         self._views: dict[int, BranchView] = {}  # id(engine branch) -> its view (worker side)
+        self._next_update: dict[int, float] = {}  # id(running engine branch) -> when its next state is due
+        self._deferred: dict[int, threading.Timer] = {}  # a state that was not due yet, posted when it is
+        self._lock = threading.Lock()
         self._cancel: threading.Event | None = None
         self._jobs: list[threading.Event] = []  # every job's cancel event (quitting sets them all)
 
@@ -48,7 +69,7 @@ class LiveSession:
     def start(self, app: CwmApp) -> None:
         """The app's opener: called once the app is mounted."""
         self.app = app
-        app.live = self
+        app.adopt_live(self)
         if self.session is not None:
             self._job(self._resume, "open the model")
         else:
@@ -63,8 +84,7 @@ class LiveSession:
         cancel = threading.Event()
         self._cancel = cancel
         self._jobs.append(cancel)
-        debugger = self.app.screen_stack[0]
-        debugger._work_cancel = cancel.set
+        self._post(WorkStarted(cancel.set))
 
         def run() -> None:
             try:
@@ -95,35 +115,63 @@ class LiveSession:
             backend.close()
 
     def _on_frame(self, branch, index: int, frame: Frame) -> None:
-        """The engine's frame callback (worker thread): new branches are announced first."""
-        view = self._views.get(id(branch))
+        """The engine's frame callback (worker thread): a new branch is announced; a running
+        one's state is compared and posted when it is due (see UPDATE_EVERY)."""
+        key = id(branch)
+        view = self._views.get(key)
         if view is None:
-            view = BranchView(
-                branch.name, self.session.truth, list(branch.frames[:index]),
-                status=RolloutStatus.RUNNING, parent=branch.parent, at_step=branch.at_step,
-                intervention=describe_intervention(branch.intervention), running=True, source=branch,
-            )
-            self._views[id(branch)] = view
+            view = BranchView(self.session.truth, self.session.branch_state(branch), running=True)
+            self._views[key] = view
             self._post(BranchStarted(view))
-        rollout = getattr(branch, "rollout", None)
-        used = getattr(rollout, "tokens_used", None)
-        self._post(FramesArrived(view, index, frame, used))
+            self._next_update[key] = time.monotonic() + UPDATE_EVERY
+            return
+        wait = self._next_update.get(key, 0.0) - time.monotonic()
+        if wait > 0:  # not due: the newest state goes out when it is (the model may stall here)
+            with self._lock:
+                if key not in self._deferred:
+                    timer = threading.Timer(wait, self._post_state, (branch, view))
+                    timer.daemon = True
+                    self._deferred[key] = timer
+                    timer.start()
+            return
+        self._post_state(branch, view)
+
+    def _post_state(self, branch, view: BranchView) -> None:
+        """Compare a running branch (in this worker or timer thread) and post its state."""
+        key = id(branch)
+        with self._lock:
+            timer = self._deferred.pop(key, None)
+            if timer is not None and timer is not threading.current_thread():
+                timer.cancel()
+            if key not in self._next_update:  # finished meanwhile: its last state is on its way
+                return
+            began = time.monotonic()
+        state = self.session.branch_state(branch)  # a copy, compared here: never on the UI thread
+        took = time.monotonic() - began
+        with self._lock:
+            if key not in self._next_update:
+                return
+            self._next_update[key] = time.monotonic() + max(UPDATE_EVERY, 4 * took)
+        self._post(BranchUpdated(view, state))
         total = len(self.session.truth.frames)
-        self._post(Activity(f"{branch.name}: model writing step {index} ({_bar(index, total)} of the "
+        written = len(state.frames)
+        self._post(Activity(f"{branch.name}: model writing step {written - 1} ({_bar(written, total)} of the "
                             f"interpreter's {total}) · esc cancels"))
 
     def _finished(self, branch) -> None:
-        view = self._views.get(id(branch))
+        key = id(branch)
+        with self._lock:
+            self._next_update.pop(key, None)
+            timer = self._deferred.pop(key, None)
+            if timer is not None:
+                timer.cancel()
+        state = self.session.branch_state(branch)
+        view = self._views.get(key)
         if view is None:
-            view = BranchView(branch.name, self.session.truth, [], status=RolloutStatus.RUNNING, running=True, source=branch)
-            self._views[id(branch)] = view
+            view = BranchView(self.session.truth, state, running=True)
+            self._views[key] = view
             self._post(BranchStarted(view))
-        tokens = getattr(branch, "tokens", None) or {}
-        self._post(BranchFinished(
-            view, branch.status, frames=list(branch.frames), tokens_used=int(tokens.get("trace", 0)),
-            tokens_processed=int(tokens.get("processed", 0)), comparison=branch.comparison,
-            badge=badge_for(branch), source=branch,
-        ))
+        self._post(BranchFinished(view, state))
 
     # -- jobs ---------------------------------------------------------------------------------
     def _open(self, cancel: threading.Event) -> None:
@@ -205,18 +253,19 @@ class LiveSession:
                 reason = _one_line(exc)
                 self._post(WorkFailed("no model", reason))
         if backend is None:
-            self.app.no_model_reason = reason
+            self._post(ModelState(reason))
             self._post(SessionReady(self._view(session, f"no model: {reason}")))
             self._post(Activity(""))
             return False
         session.backend = backend
         if getattr(backend, "warning", None):
             self._post(Notice("the model", backend.warning))
-        self.app.no_model_reason = ""
         if not getattr(backend, "can_generate", True):
             from ..model.backend import REPLAY_OVERRIDE
 
-            self.app.no_model_reason = REPLAY_OVERRIDE
+            self._post(ModelState(REPLAY_OVERRIDE, replay=True))
+        else:
+            self._post(ModelState())
         session.model_name = getattr(backend, "name", "")
         session.model_description = getattr(backend, "description", "")
         return True

@@ -18,6 +18,7 @@ from ..terminal import printable, printable_block
 from ..trace import Frame
 from ..trace.source import source_lines
 from ..trace.tokens import strip_marker
+from .keymap import keymap_path
 
 MODAL_CSS = """
 ModalScreen { align: center middle; }
@@ -280,7 +281,9 @@ class HelpScreen(ModalScreen[None]):
             yield Label("Keys", classes="modal-title")
             with VerticalScroll():
                 yield Static(table)
-            yield Label("esc: close · bindings can be remapped by id", classes="modal-hint")
+            where = printable(str(keymap_path()))
+            yield Label(Text(f"esc: close · remap keys by id in {where} (\"divergence.next\" = \"d,right\")"),
+                        classes="modal-hint")
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -14,6 +14,7 @@ from textual.events import Click
 from ..analysis.lens import Lens, byte_pieces, token_lens
 from ..terminal import printable
 from .branch_view import KIND_NAMES, BranchView, VariableRow
+from .messages import LensWanted
 from .rendered_panel import RenderedPanel
 
 LENS_LIMIT = 3  # token lenses shown at once (the first differing string values)
@@ -186,11 +187,13 @@ class StatePanel(RenderedPanel):
         parts: list[RenderableType] = [title, table]
         self.lenses = []
         for var in [v for v in rows if v.differs and v.string_valued][:LENS_LIMIT]:
-            lens = self.view.lens(branch, row, var.name) if self.view is not None else None
+            known, lens = self.view.cached_lens(branch, row, var.name) if self.view is not None else (True, None)
             label = self.view.lens_label if self.view is not None else "the model's tokenizer"
+            if not known:  # the engine works it out in a worker; characters until it answers
+                self.post_message(LensWanted(branch, row, var.name))
             if lens is None:
                 lens = token_lens(var.expected, var.predicted, byte_pieces, in_locals=var.in_locals)
-                label = "characters (no tokenizer here)"
+                label = "characters (no tokenizer here)" if known else "characters, until the model's tokenizer answers"
             self.lenses.append((var.name, lens))
             parts.append(self._render_lens(var.name, lens, label))
         divergence = branch.first_divergence

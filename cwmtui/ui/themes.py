@@ -40,7 +40,7 @@ _THEME_FIELDS = {
 #: Every cwmtui variable with the value used when a theme does not set it (the dark theme's).
 VARIABLE_DEFAULTS = {
     "cwm-truth": "#5fafff",
-    "cwm-model": "#d7afff",
+    "cwm-model": "#d787ff",
     "cwm-diverge": "#ff5f5f",
     "cwm-diverge-background": "#5f0000",
     "cwm-changed": "#ffd75f",

@@ -342,3 +342,53 @@ async def test_model_written_names_and_error_text_are_shown_as_written_not_as_ma
         app.push_screen(ErrorScreen("no model", "/tmp/[/red]/model: config.json [bold"))
         await pilot.pause()
         assert str(app.screen.query_one("#error-message").render()) == "/tmp/[/red]/model: config.json [bold"
+
+
+class UIThreadWatch(OracleBackend):
+    """The oracle, noting every call made on the UI thread (the test's main thread, where
+    Textual's loop runs): drawing must never tokenize or generate there (#23: the state panel
+    tokenized values through the backend, an HTTP call per draw with --server)."""
+
+    def __init__(self, *args, **kwargs):
+        self.on_ui_thread: list[str] = []
+        super().__init__(*args, **kwargs)
+        self.on_ui_thread.clear()  # (made in the test's thread, before any app runs)
+
+    def _watch(self, name: str) -> None:
+        if threading.current_thread() is threading.main_thread():
+            self.on_ui_thread.append(name)
+
+    def complete(self, *args, **kwargs):
+        self._watch("complete")
+        return super().complete(*args, **kwargs)
+
+    def encode(self, text):
+        self._watch("encode")
+        return super().encode(text)
+
+    def decode(self, ids):
+        self._watch("decode")
+        return super().decode(ids)
+
+    def token_pieces(self, text):
+        self._watch("token_pieces")
+        return super().token_pieces(text)
+
+
+async def test_no_backend_call_runs_on_the_ui_thread_and_the_lens_comes_from_a_worker(strings):
+    program, truth = strings
+    step = next(i for i, f in enumerate(truth.frames) if (f.locals or {}).get("rotated") == "'ru'")
+    backend = UIThreadWatch(program, truth.frames, mistakes={step: wrong_value("rotated", "'rv'")})
+    app = live_app(program, backend)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: main_done(app))
+        branch = app.view.branches[0]
+        assert branch.first_divergence.step == step and branch.first_divergence.string_valued
+        await pilot.press("d")  # to the first divergence: a string-valued difference
+        state = app.debugger.state_panel
+        shown = lambda: " ".join(state.lines)  # noqa: E731 (the panel wraps its lines)
+        await wait_for(pilot, lambda: "split by the model's tokenizer" in shown())
+        await pilot.press("j", "k", "z", "z")  # draw it again, and again
+        await pilot.pause(0.2)
+        assert "split by the model's tokenizer" in shown() and "until the model's tokenizer" not in shown()
+    assert backend.on_ui_thread == []

@@ -165,10 +165,13 @@ async def test_themes_switch_from_the_palette_commands(strings):
         app.switch_theme("no-such-theme")
         await pilot.pause()
         assert app.theme == "cwmtui-light"
-        titles = [c.title for c in app.get_system_commands(app.screen)]
-        for name in ("Theme: dark", "Theme: light", "Theme: high-contrast", "Go to step",
-                     "Jump to first divergence", "Export session", "Toggle layout"):
-            assert name in titles
+        commands = {c.title: c.help for c in app.get_system_commands(app.screen)}
+        for name in ("Theme: dark", "Theme: light", "Theme: high-contrast", "Jump to first divergence", "Toggle layout"):
+            assert name in commands
+        # every key of the debugger is a command too, from the one bindings table
+        assert commands["Go to"] == "key :" and commands["Next divergence"] == "key d"
+        assert commands["Export"] == "key x" and commands["Teacher-force"] == "key t"
+        assert "Help" not in commands
 
 
 async def test_layout_toggles_between_columns_and_stacked(strings):
@@ -226,3 +229,41 @@ async def test_a_small_state_panel_scrolls_to_the_wrong_variable(strings):
         panel = app.debugger.query_one("#state")
         visible = panel.lines[int(panel.scroll_y): int(panel.scroll_y) + panel.scrollable_content_region.height]
         assert any(line.startswith("rotated") and "≠" in line for line in visible)
+
+
+async def test_a_keymap_file_remaps_bindings_by_id_in_keys_help_and_palette(strings, tmp_path, monkeypatch):
+    """?-help promises bindings can be remapped by id: a keymap.toml in the config folder
+    ($CWMTUI_KEYMAP here) does it; an unknown id or a bad value is one line, the rest applies."""
+    from cwmtui.ui.screens import HelpScreen
+
+    keymap = tmp_path / "keymap.toml"
+    keymap.write_text('"divergence.next" = "f9"\n"no.such.binding" = "x"\n"cursor.next" = 5\n')
+    monkeypatch.setenv("CWMTUI_KEYMAP", str(keymap))
+    app = CwmApp(strings)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        first = strings.branches[0].first_divergence.step
+        await pilot.press("d")  # no longer bound
+        assert app.debugger.step == 0
+        await pilot.press("f9")
+        assert app.debugger.step == first
+        notes = [n.message for n in app._notifications]
+        assert any("no binding 'no.such.binding'" in n for n in notes)
+        assert any("'cursor.next' needs its keys as text" in n for n in notes)
+        commands = {c.title: c.help for c in app.get_system_commands(app.screen)}
+        assert commands["Next divergence"] == "key f9"
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        assert ("f9", "Next divergence", "divergence.next") in app.screen.rows
+
+
+async def test_a_keymap_that_is_not_toml_is_one_line_and_the_keys_stay(strings, tmp_path, monkeypatch):
+    keymap = tmp_path / "keymap.toml"
+    keymap.write_text("this is [not toml\n")
+    monkeypatch.setenv("CWMTUI_KEYMAP", str(keymap))
+    app = CwmApp(strings)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("d")
+        assert app.debugger.step == strings.branches[0].first_divergence.step
+        assert any("not read (TOMLDecodeError" in n.message for n in app._notifications)

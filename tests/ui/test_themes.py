@@ -99,3 +99,16 @@ async def test_the_high_contrast_theme_uses_only_the_terminals_16_colours(interp
                 style = widget.get_component_rich_style(component, partial=True)
                 for color in (style.color, style.bgcolor):
                     assert color is None or color.type in (ColorType.STANDARD, ColorType.DEFAULT), (component, color)
+
+
+def test_the_defaults_are_the_dark_themes_values():
+    """The values a theme that leaves a variable out falls back on are the dark theme's, as the
+    table says (#23: cwm-model had drifted from themes/dark.tcss)."""
+    import re
+
+    from cwmtui.ui.themes import THEME_DIRS, VARIABLE_DEFAULTS
+
+    dark = (THEME_DIRS[0] / "dark.tcss").read_text()
+    declared = dict(re.findall(r"^\$([\w-]+):\s*([^;]+);", dark, re.M))
+    for name, value in VARIABLE_DEFAULTS.items():
+        assert declared.get(name, value).strip() == value, name

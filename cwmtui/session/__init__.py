@@ -27,21 +27,25 @@ import codecs
 import math
 import os
 import threading
-from dataclasses import asdict, dataclass, field, fields
-from typing import Callable, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import orjson
 
-from .analysis.compare import Comparison
-from .analysis.lens import Lens, byte_pieces, token_lens
-from .analysis.recovery import Recovery, recovery, score_forced, teacher_force
-from .interpreter import Interpreter, Limits, Program
-from .files import read_bytes
-from .json_lines import DAMAGED_DATA
-from .trace import Event, Frame, OutputChunk, RolloutStatus, Status, Trace, TraceStatus, tokens
-from .trace.collector import collector_paused
-from .trace.frame import frames_from_json
-from .trace.stored import StoredFrames, frame_row, stored_frames
+from ..analysis.compare import Comparison
+from ..analysis.lens import Lens, byte_pieces, token_lens
+from ..analysis.recovery import Recovery, recovery, score_forced, teacher_force
+from ..interpreter import Interpreter, Limits, Program
+from ..files import read_bytes
+from ..json_lines import DAMAGED_DATA
+from ..trace import Event, Frame, OutputChunk, RolloutStatus, Status, Trace, TraceStatus, tokens
+from ..trace.collector import collector_paused
+from ..trace.frame import frames_from_json
+from ..trace.stored import StoredFrames, frame_row, stored_frames
+from .intervention import Intervention
+
+if TYPE_CHECKING:
+    from ..model.rollout import Rollout
 
 FORMAT = "cwmtui-session"
 FORMAT_VERSION = 2  # 2: frames as rows (trace/stored.py), comparisons saved; version 1 files still open
@@ -59,7 +63,7 @@ class Branch:
     name: str
     parent: str | None = None
     at_step: int | None = None  # the model frame the branch departs from its parent at
-    intervention: dict | None = None
+    intervention: Intervention | None = None
     frames: list[Frame] = field(default_factory=list)
     status: RolloutStatus = RolloutStatus.RUNNING  # why the rollout stopped (or that it runs)
     comparison: Comparison | None = None
@@ -68,7 +72,7 @@ class Branch:
     forced_steps: list[int] = field(default_factory=list)  # teacher forcing: frames forced whole
     lens: dict | None = None  # {"step", "variable", "lens"} of a string-valued divergence
     settings: dict | None = None  # the rollout options it ran with (token budget, decoding)
-    rollout: object | None = field(default=None, repr=False, compare=False)  # live only
+    rollout: Rollout | None = field(default=None, repr=False, compare=False)  # live only
 
     @property
     def live(self) -> bool:
@@ -82,7 +86,7 @@ class Branch:
             "name": self.name,
             "parent": self.parent,
             "at_step": self.at_step,
-            "intervention": self.intervention,
+            "intervention": self.intervention.to_json() if self.intervention is not None else None,
             "status": self.status.value,
             "tokens": self.tokens,
             "forced_steps": self.forced_steps,
@@ -110,8 +114,6 @@ class Branch:
         frames = data.get("frames", [])
         if not isinstance(data["name"], str) or not isinstance(data.get("parent"), (str, type(None))):
             raise TypeError("a branch's name and parent must be text")
-        if not isinstance(data.get("intervention"), (dict, type(None))):
-            raise TypeError("a branch's intervention must be an object")
         lens = data.get("lens")
         if lens is not None:
             lens = {**lens, "lens": Lens.from_json(lens["lens"])}
@@ -119,7 +121,7 @@ class Branch:
             name=data["name"],
             parent=data.get("parent"),
             at_step=data.get("at_step"),
-            intervention=data.get("intervention"),
+            intervention=Intervention.from_json(data["intervention"]) if data.get("intervention") is not None else None,
             frames=StoredFrames(frames, base=truth) if version >= 2 else frames_from_json(frames),
             status=RolloutStatus.read(data.get("status", "ended")),
             tokens=dict(data.get("tokens") or {"trace": 0, "processed": 0}),
@@ -140,6 +142,45 @@ class Branch:
             except DAMAGED_DATA:
                 branch.comparison = branch.recovery = None
         return branch
+
+
+@dataclass(frozen=True)
+class BranchState:
+    """A branch as it stands at one moment, read-only: what a screen shows of it. The engine
+    makes one (:meth:`DebugSession.branch_state`, in the thread that runs the branch) and hands
+    it over whole, so the screen never copies a branch field by field, nor compares, nor reads a
+    branch that a worker is growing. ``branch`` is the engine's branch, to grow new branches from."""
+
+    branch: Branch
+    frames: Sequence[Frame]  # its frames then (a list of its own, or a saved session's rows)
+    comparison: Comparison
+    status: RolloutStatus
+    tokens_used: int = 0
+    tokens_processed: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.branch.name
+
+    @property
+    def parent(self) -> str | None:
+        return self.branch.parent
+
+    @property
+    def at_step(self) -> int | None:
+        return self.branch.at_step
+
+    @property
+    def intervention(self) -> Intervention | None:
+        return self.branch.intervention
+
+    @property
+    def recovery(self) -> Recovery | None:
+        return self.branch.recovery
+
+    @property
+    def settings(self) -> dict | None:
+        return self.branch.settings
 
 
 def _frames_json(frames: Sequence[Frame], truth: Sequence[Frame], comparison: Comparison | None) -> list:
@@ -195,9 +236,7 @@ class DebugSession:
     # -- the truth -------------------------------------------------------------------------
     @property
     def truth(self) -> Trace:
-        if self._truth is None:
-            self.run_truth()
-        return self._truth
+        return self._truth if self._truth is not None else self.run_truth()
 
     def run_truth(self, on_frame: Callable[[Frame], None] | None = None) -> Trace:
         """Run the program under the real interpreter (once; later calls return the same trace)."""
@@ -264,7 +303,7 @@ class DebugSession:
         return settings
 
     def _new_rollout(self):
-        from .model.rollout import Rollout
+        from ..model.rollout import Rollout
 
         return Rollout(self.backend, self.program, self._entry_frame(), self.options)
 
@@ -298,10 +337,27 @@ class DebugSession:
         """(Re)compare a branch with the truth; cheap enough to call while it streams."""
         comparison = score_forced(self.truth, branch.frames, branch.status, branch.forced_steps)
         branch.comparison = comparison
-        if branch.at_step is not None and branch.intervention and branch.intervention.get("kind") != "teacher_force":
+        if branch.at_step is not None and branch.intervention is not None and not branch.intervention.teacher_forced:
             row = comparison.row_of_model(branch.at_step)
             branch.recovery = recovery(comparison, row if row is not None else branch.at_step)
         return comparison
+
+    def branch_state(self, branch: Branch) -> BranchState:
+        """``branch`` as it stands now, for a screen: see :class:`BranchState`. A running branch
+        is copied and compared without being touched (so any thread may ask while the worker
+        grows it); a stopped one gives its own comparison."""
+        if branch.status is RolloutStatus.RUNNING:
+            rollout = branch.rollout
+            frames = list(branch.frames)  # (one step under the GIL: a consistent copy)
+            forced = list(branch.forced_steps)
+            used = rollout.tokens_used if rollout is not None else 0
+            processed = rollout.tokens_processed if rollout is not None else 0
+            comparison = score_forced(self.truth, frames, RolloutStatus.RUNNING, forced)
+            return BranchState(branch, frames, comparison, RolloutStatus.RUNNING, used, processed)
+        comparison = branch.comparison or self.compare_branch(branch)
+        frames = branch.frames if isinstance(branch.frames, StoredFrames) else list(branch.frames)
+        used, processed = int(branch.tokens.get("trace", 0)), int(branch.tokens.get("processed", 0))
+        return BranchState(branch, frames, comparison, branch.status, used, processed)
 
     def run_main(self, on_frame: FrameCallback | None = None, cancel=None) -> Branch:
         """The model's own rollout from the entry call (branch ``main``)."""
@@ -358,11 +414,7 @@ class DebugSession:
                 source = "line"
             else:
                 source = "typed"
-        intervention = {"kind": kind, "step": step, "source": source}
-        if action is not None:
-            intervention["action"] = action
-        if locals is not None:
-            intervention["locals"] = dict(locals)
+        intervention = Intervention(kind, step, source, action, dict(locals) if locals is not None else None)
 
         rollout = self._new_rollout()
         for frame in parent.frames[1:step]:
@@ -384,14 +436,13 @@ class DebugSession:
             )
             rollout.force(edited, origin="edited")
         else:
-            expected = truth[step] if step < len(truth) else None
-            real = source == "truth" and expected is not None
+            expected = truth[step] if step < len(truth) and source == "truth" else None
             # The real line comes with its real event (a loop test, not a return): forced too.
-            frame = rollout.step(force_action=action, force_event=expected.event if real else None, cancel=cancel)
-            if real and (frame is None or frame.is_error or frame.event is not expected.event):
+            frame = rollout.step(force_action=action, force_event=expected.event if expected else None, cancel=cancel)
+            if expected is not None and (frame is None or frame.is_error or frame.event is not expected.event):
                 rollout.rewind(step)
                 rollout.force(expected, origin="forced")
-                intervention["forced_frame"] = True
+                child.intervention = replace(intervention, forced_frame=True)
         child.frames = list(rollout.frames)
         if on_frame is not None and len(rollout.frames) > step:
             on_frame(child, step, rollout.frames[step])
@@ -409,7 +460,7 @@ class DebugSession:
         self._need_model()
         rollout = self._new_rollout()
         name = self._unique("teacher-forced")
-        branch = Branch(name, parent=None, at_step=0, intervention={"kind": "teacher_force", "step": 0}, rollout=rollout,
+        branch = Branch(name, parent=None, at_step=0, intervention=Intervention("teacher_force", 0), rollout=rollout,
                         settings=self._settings_now())
         with self._lock:
             self.branches.append(branch)
@@ -443,10 +494,12 @@ class DebugSession:
             self.branches = [b for b in self.branches if b.name not in doomed]
 
     # -- the token lens --------------------------------------------------------------------
-    def lens(self, branch: Branch | str, row: int | None = None, variable: str | None = None) -> Lens | None:
-        """The token lens of a differing value at ``row`` (default: the first divergence)."""
+    def lens(self, branch: Branch | str, row: int | None = None, variable: str | None = None,
+             comparison: Comparison | None = None) -> Lens | None:
+        """The token lens of a differing value at ``row`` (default: the first divergence) of
+        ``comparison`` (default: the branch's)."""
         branch = self.branch(branch) if isinstance(branch, str) else branch
-        comparison = branch.comparison or self.compare_branch(branch)
+        comparison = comparison or branch.comparison or self.compare_branch(branch)
         if row is None:
             if comparison.first_divergence is None:
                 return None
@@ -595,10 +648,8 @@ class DebugSession:
 
 
 def _default_options():
-    try:
-        from .model.rollout import RolloutOptions
-    except ImportError:  # the model package is optional for reading sessions
-        return None
+    from ..model.rollout import RolloutOptions
+
     return RolloutOptions()
 
 
@@ -622,10 +673,8 @@ def _settings(data) -> dict | None:
 def _check_rollout_values(data, limits_may_be_null: bool = False) -> None:
     if not isinstance(data, dict):
         raise TypeError("rollout settings must be an object")
-    try:
-        from .model.rollout import RolloutOptions
-    except ImportError:  # the model package is optional for reading sessions
-        return
+    from ..model.rollout import RolloutOptions
+
     for f in fields(RolloutOptions):
         if f.name not in data:
             continue
@@ -638,10 +687,8 @@ def _check_rollout_values(data, limits_may_be_null: bool = False) -> None:
 
 
 def _options_from_json(data: dict):
-    try:
-        from .model.rollout import RolloutOptions
-    except ImportError:
-        return None
+    from ..model.rollout import RolloutOptions
+
     _check_rollout_values(data)
     known = {f.name for f in fields(RolloutOptions)}
     return RolloutOptions(**{k: v for k, v in data.items() if k in known})
