@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..trace import Frame
-from .compare import Comparison, Divergence, StepKind, compare
+from .compare import Comparison, Divergence, StepKind, compare, divergence_at
 
 #: a step whose whole frame had to be forced from the truth (the model could not write its state)
 #: is scored as this format error, in the debugger, ``diff`` and ``eval`` alike
@@ -116,7 +116,7 @@ def recovery(comparison: Comparison, at_step: int) -> Recovery:
     else:
         search = after
     divergence_row = next((r for r in search if r.kind.is_divergence), None)
-    divergence = comparison.divergence_at(divergence_row.step) if divergence_row is not None else None
+    divergence = divergence_at(comparison.steps, divergence_row.step, comparison.status) if divergence_row is not None else None
     held_to_end = recovered is not None and divergence is None and not any(
         r.kind is StepKind.PENDING for r in rows[recovered.step :]
     )
