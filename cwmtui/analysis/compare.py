@@ -137,7 +137,7 @@ def _rest_alignment(truth_keys: list, model_keys: list, start: int, same=lambda 
 _TRUTH_CACHE: list = [None]  # (frames list, its length, keys, changed names) of the last truth
 
 
-def _truth_facts(frames: list[Frame]) -> tuple[list, list[set[str]]]:
+def _truth_facts(frames: Sequence[Frame]) -> tuple[list, list[set[str]]]:
     """Keys and changed names of the truth's frames; a truth compared again (a UI re-comparing
     a streaming rollout) reuses them."""
     cached = _TRUTH_CACHE[0]
@@ -189,7 +189,7 @@ def _compare(truth: Trace, frames: Sequence[Frame], status: RolloutStatus) -> Co
         variables: list[VariableDiff] = []
         order = False
         note = ""
-        if t is not None and m is not None:
+        if ti is not None and mi is not None and t is not None and m is not None:
             if truth_keys[ti] == model_keys[mi]:
                 kind, variables, order, note = _compare_pair(t, m)
             else:
@@ -202,7 +202,7 @@ def _compare(truth: Trace, frames: Sequence[Frame], status: RolloutStatus) -> Co
         else:
             if row > last_truth_row:
                 kind = StepKind.UNCHECKED if truth_partial else StepKind.EXTRA
-            elif m.event is None or m.error is not None:
+            elif m is not None and (m.event is None or m.error is not None):
                 kind = StepKind.FORMAT
             else:
                 kind, note = StepKind.ACTION, MODEL_ONLY_STEP
@@ -281,14 +281,14 @@ def _make(row: StepComparison, kind, variables, string_valued, explanation, trut
     )
 
 
-def _state_divergence(row: StepComparison, steps: list[StepComparison]) -> Divergence:
+def _state_divergence(row: StepComparison, steps: Sequence[StepComparison]) -> Divergence:
     first = row.variables[0]
     string_valued = first.type_name == "str"
     names = [v.name for v in row.variables]
     kind = "value" if row.kind is StepKind.VALUE else "state"
     truth = row.truth
     if kind == "value":
-        what = "exception" if truth.event is Event.EXCEPTION else "return value"
+        what = "exception" if truth is not None and truth.event is Event.EXCEPTION else "return value"
         story = (
             f"At step {row.step} the model followed the right path to {_where(truth)} but predicted the "
             f"wrong {what}: {shorten(first.predicted)} instead of {shorten(first.expected)}"

@@ -9,7 +9,7 @@ import bisect
 import enum
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..trace import Event, Frame, RolloutStatus
 from ..trace.stored import StoredFrames
@@ -96,7 +96,7 @@ class StepComparison:
 def _frame_json(frame: Frame | None) -> dict | None:
     if frame is None:
         return None
-    data = {
+    data: dict[str, Any] = {
         "event": frame.event.value if frame.event else None,
         "action": frame.action,
         "lineno": frame.lineno,
@@ -166,7 +166,7 @@ class Divergence:
 class Comparison:
     steps: Sequence[StepComparison]  # a list, or SavedSteps for a comparison read back from a file
     first_divergence: Divergence | None
-    alignment: list[tuple[int | None, int | None]]
+    alignment: Sequence[tuple[int | None, int | None]]
     verdict: str  # "agree" | "diverge" | "pending" (a running or cancelled rollout, no divergence yet)
     status: RolloutStatus = RolloutStatus.ENDED  # why the model's trace stopped
     agreed_steps: int = 0  # steps that matched before the first divergence
@@ -192,7 +192,7 @@ class Comparison:
         """Every row whose frame (the truth's, else the model's) has ``event``, in order."""
         if isinstance(self.steps, SavedSteps):
             return self.steps.rows_of_event(event)
-        return [s.step for s in self.steps if (s.truth or s.model) is not None and (s.truth or s.model).event is event]
+        return [s.step for s in self.steps if (frame := s.truth or s.model) is not None and frame.event is event]
 
     def frames_at(self, row: int) -> tuple[Frame | None, Frame | None]:
         """The truth's and the model's frame at ``row`` (without building a saved row)."""
@@ -251,7 +251,8 @@ class Comparison:
     def metrics(self) -> dict:
         """Table 9 style scores over the rows where both sides have a frame."""
         paired = [r for r in self.steps if r.truth is not None and r.model is not None]
-        states = [r for r in paired if r.truth.event in (Event.CALL, Event.LINE) and r.kind in (StepKind.MATCH, StepKind.STATE)]
+        states = [r for r in paired if r.truth is not None and r.truth.event in (Event.CALL, Event.LINE)
+                  and r.kind in (StepKind.MATCH, StepKind.STATE)]
         truth_rows = [r for r in self.steps if r.truth is not None]
         actions = [r for r in paired if r.kind not in (StepKind.ACTION, StepKind.EVENT, StepKind.FORMAT)]
         return {
@@ -340,9 +341,11 @@ class SavedSteps(Sequence[StepComparison]):
         _check_names(list(model_changed.values()), len(model_changed))
         if model_changed and not 0 <= min(model_changed) <= max(model_changed) < n_model:
             raise ValueError("the names the model's frames changed are for frames it does not have")
-        self._length = row
-        self._truth, self._frames = truth, frames
-        self._truth_changed, self._model_changed = truth_changed, model_changed
+        self._length: int = row
+        self._truth: Sequence[Frame] = truth
+        self._frames: Sequence[Frame] = frames
+        self._truth_changed: list = truth_changed
+        self._model_changed: dict[int, list] = model_changed
         self._rows: dict[int, StepComparison] = {}
 
     def __len__(self) -> int:
@@ -392,7 +395,7 @@ class SavedSteps(Sequence[StepComparison]):
         truth, model = _events_of(self._truth), _events_of(self._frames)
         rows: list[int] = []
         for start, (t0, m0, count, _) in zip(self._starts, self._runs):
-            events, first = (truth, t0) if t0 is not None else (model, m0)
+            events, first = (truth, t0) if t0 is not None else (model, m0 or 0)
             rows.extend(start + k for k in range(count) if events[first + k] is event)
         return rows
 

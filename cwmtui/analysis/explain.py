@@ -3,6 +3,8 @@ classification; every sentence a user reads about a divergence is written here).
 
 from __future__ import annotations
 
+from typing import Sequence
+
 
 from ..trace import Frame, RolloutStatus
 
@@ -12,6 +14,11 @@ from .comparison import StepComparison, StepKind
 
 def _a(noun: str) -> str:
     return ("an " if noun[:1] in "aeiou" else "a ") + noun
+
+
+def _event(frame: Frame) -> str:
+    """A frame's event as a word ("malformed" for a frame without one)."""
+    return frame.event.value if frame.event is not None else "malformed"
 
 
 def _where(frame: Frame | None) -> str:
@@ -29,18 +36,18 @@ def _agreed(step: int, matched: int | None = None) -> str:
     return f"The model agreed with the interpreter for {step} step{'s' if step != 1 else ''} before that."
 
 
-def _path_story(kind: str, truth: Frame, model: Frame, steps: list[StepComparison], common: int, matched: int) -> str:
+def _path_story(kind: str, truth: Frame, model: Frame, steps: Sequence[StepComparison], common: int, matched: int) -> str:
     if kind == "format":
         return (
             f"At step {common} the model wrote a frame that does not follow the CWM trace format "
-            f"({model.error}); the interpreter's step was {_a(truth.event.value)} event at {_where(truth)}. "
+            f"({model.error}); the interpreter's step was {_a(_event(truth))} event at {_where(truth)}. "
             + _agreed(common, matched)
             + " A format error ends what can be compared: the model's text no longer says which line runs next or what the locals are."
         )
     if kind == "event":
-        what = f"{_a(model.event.value)} event at {_where(model)}"
+        what = f"{_a(_event(model))} event at {_where(model)}"
         story = (
-            f"At step {common} the interpreter has {_a(truth.event.value)} event at {_where(truth)}, "
+            f"At step {common} the interpreter has {_a(_event(truth))} event at {_where(truth)}, "
             f"but the model predicted {what}. "
         )
     else:
@@ -62,7 +69,7 @@ def _path_story(kind: str, truth: Frame, model: Frame, steps: list[StepCompariso
     return story
 
 
-def _end_story(kind: str, status: RolloutStatus, truth: Frame, step: int, n_truth: int) -> str:
+def _end_story(kind: str, status: RolloutStatus, truth: Frame | None, step: int, n_truth: int) -> str:
     remaining = n_truth - step
     if kind == "budget":
         return (
@@ -89,10 +96,10 @@ def _end_story(kind: str, status: RolloutStatus, truth: Frame, step: int, n_trut
     )
 
 
-def _extra_story(model: Frame, step: int, n_model: int) -> str:
+def _extra_story(model: Frame | None, step: int, n_model: int) -> str:
     return (
         f"The interpreter's trace ends after {step} steps (the entry function returned), but the model did not "
         f"write end of text: it went on with {n_model - step} more frame{'s' if n_model - step != 1 else ''}, "
-        f"starting with {_a(model.event.value) + ' event' if model.event else 'a malformed frame'} at {_where(model)}. "
+        f"starting with {_a(_event(model)) + ' event' if model is not None and model.event else 'a malformed frame'} at {_where(model)}. "
         "Everything up to the end agreed; this is a runaway generation (the model's trace is too long)."
     )

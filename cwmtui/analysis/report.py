@@ -24,12 +24,12 @@ report can be rebuilt from a file without a model. Definitions:
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Iterable
+from typing import Any, Iterable
 
 from ..trace import RolloutStatus
 
 #: Meta CWM's published figures ("Debugging code world models", arXiv 2602.07672; CWM tech report)
-PUBLISHED = {
+PUBLISHED: dict[str, dict[str, Any]] = {
     "s5": {
         "free": {8: 1.00, 16: 0.80, 32: 0.40, 64: 0.00, 128: 0.00},
         "teacher_forced": {8: 1.00, 16: 1.00, 32: 1.00, 64: 0.90, 128: 0.90},

@@ -139,7 +139,7 @@ def by_depth_tables(report: dict) -> list[Table]:
     for depth in depths:
         per_type.add_column(f"d={depth}", justify="right")
     for kind, cells in report.get("by_type", {}).items():
-        row = [str(kind)]
+        row: list[str | Text] = [str(kind)]
         for depth in depths:
             cell = cells.get(depth)
             if cell is None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Sequence
 from ..analysis.compare import Comparison
 from ..analysis.recovery import Recovery
 from ..trace import Frame, RolloutStatus
+from ..trace.stored import StoredFrames
 from .intervention import Intervention
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ class Branch:
     parent: str | None = None
     at_step: int | None = None  # the model frame the branch departs from its parent at
     intervention: Intervention | None = None
-    frames: list[Frame] = field(default_factory=list)
+    frames: list[Frame] | StoredFrames = field(default_factory=list)  # (a saved session's: rows, built as shown)
     status: RolloutStatus = RolloutStatus.RUNNING  # why the rollout stopped (or that it runs)
     comparison: Comparison | None = None
     recovery: Recovery | None = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
-from typing import Callable
+from typing import Callable, Sequence
 
 from ..analysis.compare import Comparison
 from ..analysis.lens import Lens, byte_pieces, token_lens
@@ -121,7 +121,7 @@ class DebugSession:
     def _run(self, branch: Branch, rollout, on_frame, cancel) -> Branch:
         def forward(frame: Frame) -> None:
             frames = rollout.frames
-            if len(branch.frames) == len(frames) - 1 and branch.frames is not frames:
+            if isinstance(branch.frames, list) and len(branch.frames) == len(frames) - 1 and branch.frames is not frames:
                 branch.frames.append(frame)  # O(1): a long replay streams in linear time
             else:
                 branch.frames = list(frames)
@@ -166,9 +166,9 @@ class DebugSession:
             comparison = score_forced(self.truth, frames, RolloutStatus.RUNNING, forced)
             return BranchState(branch, frames, comparison, RolloutStatus.RUNNING, used, processed)
         comparison = branch.comparison or self.compare_branch(branch)
-        frames = branch.frames if isinstance(branch.frames, StoredFrames) else list(branch.frames)
+        kept: Sequence[Frame] = branch.frames if isinstance(branch.frames, StoredFrames) else list(branch.frames)
         used, processed = int(branch.tokens.get("trace", 0)), int(branch.tokens.get("processed", 0))
-        return BranchState(branch, frames, comparison, branch.status, used, processed)
+        return BranchState(branch, kept, comparison, branch.status, used, processed)
 
     def run_main(self, on_frame: FrameCallback | None = None, cancel=None) -> Branch:
         """The model's own rollout from the entry call (branch ``main``)."""
@@ -278,7 +278,7 @@ class DebugSession:
 
         def forward(index: int, frame: Frame) -> None:
             frames = rollout.frames
-            if len(branch.frames) >= index and branch.frames is not frames:
+            if isinstance(branch.frames, list) and len(branch.frames) >= index and branch.frames is not frames:
                 branch.frames[index:] = frames[index:]  # O(1): a forced step replaced the model's frame
             else:
                 branch.frames = list(frames)

@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import methodcaller
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from . import tokens
 
@@ -216,7 +216,7 @@ class OutputChunk:
 
 @dataclass
 class Trace:
-    frames: list[Frame]  # or a StoredFrames: a trace read back from a session file
+    frames: Sequence[Frame]  # a list, or a StoredFrames: a trace read back from a session file
     status: TraceStatus
     output: list[OutputChunk] = field(default_factory=list)
 

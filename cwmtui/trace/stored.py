@@ -32,9 +32,9 @@ _NONE: dict = {}
 
 def frame_row(frame: Frame) -> list:
     """The row of a frame (see the module docstring)."""
-    row = [frame.event.value if frame.event else None, frame.action, frame.lineno, frame.depth,
-           frame.function, frame.locals, frame.arg]
-    extra = {}
+    row: list = [frame.event.value if frame.event else None, frame.action, frame.lineno, frame.depth,
+                 frame.function, frame.locals, frame.arg]
+    extra: dict = {}
     if frame.tokens:
         extra["tokens"] = frame.tokens
     if frame.origin:
@@ -54,7 +54,7 @@ def stored_frames(frames: Sequence[Frame], truth: Sequence[Frame], partner: dict
     for index, frame in enumerate(frames):
         ti = partner.get(index)
         same = truth[ti] if ti is not None and ti < len(truth) else None
-        if same is None or frame != same or (frame.locals is not None and list(frame.locals) != list(same.locals)):
+        if same is None or frame != same or (frame.locals is not None and list(frame.locals) != list(same.locals or ())):
             items.append(frame_row(frame))
             run = None
             continue
@@ -133,7 +133,7 @@ class StoredFrames(Sequence[Frame]):
     def __init__(self, items: list, base: Sequence[Frame] | None = None) -> None:
         check_rows(items, None if base is None else len(base))
         self._items = items
-        self._base = base
+        self._base: Sequence[Frame] = () if base is None else base  # (runs only where there is one)
         self._starts: list[int] | None = None  # where each item starts, when some are runs
         length = len(items)
         if base is not None and any(type(item) is dict for item in items):

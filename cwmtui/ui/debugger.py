@@ -433,7 +433,7 @@ class DebuggerScreen(Screen):
                 self.cwm.start_override(branch, row, action=choice.action, label=choice.label)
 
         self.app.push_screen(
-            OverrideScreen(row, self.view.program.source, branch.truth_at(row), branch.model_at(row), True),
+            OverrideScreen(row, self.view.program.source, branch.truth_at(row), branch.model_at(row)),
             chosen,
         )
 
@@ -455,7 +455,7 @@ class DebuggerScreen(Screen):
             if values is not None:
                 self.cwm.start_override(branch, row, locals_=values, label="edited state")
 
-        self.app.push_screen(EditLocalsScreen(row, frame.locals, True), edited)
+        self.app.push_screen(EditLocalsScreen(row, frame.locals), edited)
 
     def action_teacher_forced(self) -> None:
         if not self._can_intervene("the teacher-forced rollout"):

@@ -123,6 +123,7 @@ class LiveSession:
             view = BranchView(self.session.truth, self.session.branch_state(branch), running=True)
             self._views[key] = view
             self._post(BranchStarted(view))
+            self._post(Activity(self._writing(branch.name, index + 1)))
             self._next_update[key] = time.monotonic() + UPDATE_EVERY
             return
         wait = self._next_update.get(key, 0.0) - time.monotonic()
@@ -153,10 +154,13 @@ class LiveSession:
                 return
             self._next_update[key] = time.monotonic() + max(UPDATE_EVERY, 4 * took)
         self._post(BranchUpdated(view, state))
+        self._post(Activity(self._writing(branch.name, len(state.frames))))
+
+    def _writing(self, name: str, written: int) -> str:
+        """The status bar's line while a branch grows."""
         total = len(self.session.truth.frames)
-        written = len(state.frames)
-        self._post(Activity(f"{branch.name}: model writing step {written - 1} ({_bar(written, total)} of the "
-                            f"interpreter's {total}) · esc cancels"))
+        return (f"{name}: model writing step {written - 1} ({_bar(written, total)} of the "
+                f"interpreter's {total}) · esc cancels")
 
     def _finished(self, branch) -> None:
         key = id(branch)
@@ -201,7 +205,7 @@ class LiveSession:
         self._post(SessionReady(self._view(session, "the model is starting…")))
         if cancel.is_set():
             return
-        self._post(Activity("model writing…"))
+        self._post(Activity("model writing… · esc cancels"))
         branch = session.run_main(on_frame=self._on_frame, cancel=cancel)
         self._finished(branch)
 
@@ -213,7 +217,7 @@ class LiveSession:
         self._post(SessionReady(self._view(session, "" if session.branches else "the model is starting…")))
         if session.branches or cancel.is_set():
             return
-        self._post(Activity("model writing…"))  # saved without a model: the main rollout first
+        self._post(Activity("model writing… · esc cancels"))  # saved without a model: the main rollout first
         branch = session.run_main(on_frame=self._on_frame, cancel=cancel)
         self._finished(branch)
 
@@ -292,7 +296,7 @@ class LiveSession:
         index = branch.model_index_at(step)  # the row on screen -> the model's frame
 
         def work(cancel: threading.Event) -> None:
-            self._post(Activity(f"override at step {step} ({label}): model writing…"))
+            self._post(Activity(f"override at step {step} ({label}): model writing… · esc cancels"))
             child = self.session.override(source, index, action=action, locals=locals_,
                                           on_frame=self._on_frame, cancel=cancel)
             self._finished(child)
@@ -304,7 +308,7 @@ class LiveSession:
             return
 
         def work(cancel: threading.Event) -> None:
-            self._post(Activity("teacher-forced rollout: model writing…"))
+            self._post(Activity("teacher-forced rollout: model writing… · esc cancels"))
             branch = self.session.teacher_forced(on_frame=self._on_frame, cancel=cancel)
             self._finished(branch)
 

@@ -121,24 +121,18 @@ class OverrideScreen(ModalScreen[OverrideChoice | None]):
     DEFAULT_CSS = MODAL_CSS
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="modal.cancel")]
 
-    def __init__(self, step: int, source: str, truth: Frame | None, model: Frame | None,
-                 can_generate: bool, reason: str = "") -> None:
+    def __init__(self, step: int, source: str, truth: Frame | None, model: Frame | None) -> None:
         super().__init__(id="override-screen")
         self.step = step
         self.source_lines = source_lines(source)
         self.truth = truth
         self.model = model
-        self.can_generate = can_generate
-        self.reason = reason
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(f"Override the model's action at step {self.step}", classes="modal-title")
             model_line = printable(self.model.action.strip()) if self.model is not None else "(no step)"
             yield Label(Text.assemble(("model wrote: ", "dim"), model_line), classes="modal-hint")
-            if not self.can_generate:
-                yield Label(self.reason or "this session has no live model: overrides need one",
-                            classes="modal-error", id="override-unavailable")
             options: list[Option] = []
             if self.truth is not None:
                 real = Text.assemble(("real action  ", "bold"), f"{self.truth.lineno or '?':>3} │ ",
@@ -196,18 +190,14 @@ class EditLocalsScreen(ModalScreen[dict | None]):
         Binding("ctrl+s,ctrl+enter", "apply", "Apply", id="edit.apply"),
     ]
 
-    def __init__(self, step: int, locals_: dict[str, str], can_generate: bool, reason: str = "") -> None:
+    def __init__(self, step: int, locals_: dict[str, str]) -> None:
         super().__init__(id="edit-screen")
         self.step = step
         self.values = dict(locals_)
-        self.can_generate = can_generate
-        self.reason = reason
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(f"Edit the state at step {self.step} (Python reprs)", classes="modal-title")
-            if not self.can_generate:
-                yield Label(self.reason or "this session has no live model: edits need one", classes="modal-error")
             with VerticalScroll():
                 for i, (name, value) in enumerate(self.values.items()):
                     yield Label(printable(name), classes="local-name", markup=False)  # a model-written name

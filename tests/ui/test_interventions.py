@@ -331,7 +331,7 @@ async def test_model_written_names_and_error_text_are_shown_as_written_not_as_ma
 
     app = CwmApp(strings_view(interpreter))
     async with app.run_test(size=SIZE) as pilot:
-        app.push_screen(EditLocalsScreen(3, {"[/b]": "1", "[bold]y": "2"}, True))
+        app.push_screen(EditLocalsScreen(3, {"[/b]": "1", "[bold]y": "2"}))
         await pilot.pause()
         names = [str(label.render()) for label in app.screen.query(".local-name")]
         assert names == ["[/b]", "[bold]y"]
