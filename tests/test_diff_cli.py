@@ -152,3 +152,47 @@ def test_a_live_model_runs_an_override_and_reports_the_recovery(capsys, tmp_path
     data = json.loads(out)
     assert data["condition"] == "teacher-forced"
     assert all(s["truth_step"] == s["model_step"] for s in data["steps"] if s["model"] and s["truth"])
+
+
+EXITS = """import os
+
+
+def f():  # << START_OF_TRACE
+    a = 1
+    b = 2
+    os._exit(6)
+    return a + b
+
+
+f()
+"""
+
+
+def test_a_model_that_runs_on_past_a_program_that_ended_itself_diverges(capsys, tmp_path, interpreter):
+    """#24: a program that calls os._exit after a few lines ended there; the model writing more
+    steps past its end is a divergence (it ran on past the end), not "the traces agree", and the
+    explanation says how the program ended. A truth cut short by a limit still leaves such steps
+    unchecked (not scored)."""
+    from cwmtui.interpreter import Limits, program_from_source
+    from cwmtui.trace import Event, Frame, render_frames
+
+    program = program_from_source(EXITS, "exits.py")
+    truth = interpreter.trace(program)
+    assert truth.status.exit_code == 6 and truth.status.whole
+    ran_on = [*truth.frames, Frame(Event.LINE, "    return a + b\n", {"a": "1", "b": "2"}, None, 8, 0, "f"),
+              Frame(Event.RETURN, "    return a + b\n", None, "3", 8, 0, "f")]
+    path = tmp_path / "exits.jsonl"
+    path.write_text(json.dumps({"id": "x", "program": EXITS, "generation": render_frames(ran_on, end=True)}) + "\n")
+    code, out, err = run(capsys, "--replay", str(path), "--json")
+    data = json.loads(out)
+    assert code == 1 and data["verdict"] == "diverge", (code, data["verdict"], err)
+    first = data["first_divergence"]
+    assert first["kind"] == "extra" and first["step"] == len(truth.frames)
+    assert "os._exit, exit code 6" in first["explanation"] and "ran on past the end" in first["explanation"]
+    # the same model frames against a truth the frame limit cut: past it is unchecked, not wrong
+    cut = interpreter.trace(program, Limits(frames=2))
+    assert not cut.status.whole
+    from cwmtui.analysis.compare import compare
+    from cwmtui.trace import RolloutStatus
+
+    assert compare(cut, ran_on, RolloutStatus.ENDED).verdict == "agree"

@@ -161,7 +161,7 @@ def _compare(truth: Trace, frames: Sequence[Frame], status: RolloutStatus) -> Co
     if status is RolloutStatus.BUDGET and frames and frames[-1].is_error:
         frames = frames[:-1]  # the frame the budget cut off in the middle: not a format error
     truth_frames = truth.frames
-    truth_partial = truth.status.kind in (Status.LIMIT, Status.DIED)
+    truth_partial = not truth.status.whole and truth.status.kind in (Status.LIMIT, Status.DIED)
     truth_keys, truth_changed = _truth_facts(truth_frames)
     model_keys = [action_key(f) for f in frames]
     n_truth, n_model = len(truth_frames), len(frames)
@@ -222,10 +222,10 @@ def _compare(truth: Trace, frames: Sequence[Frame], status: RolloutStatus) -> Co
             )
         )
 
-    result = Comparison(steps, None, alignment, "agree", status, 0)
+    result = Comparison(steps, None, alignment, "agree", status, 0, truth.status.ending)
     first = next((row for row in steps if row.kind.is_divergence), None)
     if first is not None:
-        result.first_divergence = divergence_at(steps, first.step, status)
+        result.first_divergence = divergence_at(steps, first.step, status, truth.status.ending)
         result.verdict = "diverge"
         result.agreed_steps = first.step
     else:
@@ -235,7 +235,8 @@ def _compare(truth: Trace, frames: Sequence[Frame], status: RolloutStatus) -> Co
     return result
 
 
-def divergence_at(steps: Sequence[StepComparison], row: int, status: RolloutStatus) -> Divergence | None:
+def divergence_at(steps: Sequence[StepComparison], row: int, status: RolloutStatus,
+                  ending: str = "the entry function returned") -> Divergence | None:
     """The divergence shown at ``row``, classified and explained (None for a matching row)."""
     here = steps[row]
     kind = here.kind
@@ -253,14 +254,14 @@ def divergence_at(steps: Sequence[StepComparison], row: int, status: RolloutStat
         return _make(here, name, [], False, story, here.truth, None)
     if kind is StepKind.EXTRA:
         done = sum(1 for s in steps[:row] if s.truth is not None)
-        return _make(here, "extra", [], False, _extra_story(here.model, done, n_model), None, here.model)
+        return _make(here, "extra", [], False, _extra_story(here.model, done, n_model, ending), None, here.model)
     # the paths part: compare the interpreter's next step with the model's next step
     truth = here.truth or next((s.truth for s in steps[row:] if s.truth is not None), None)
     model = here.model or next((s.model for s in steps[row:] if s.model is not None), None)
     if truth is None or model is None:  # one path has nothing left: describe it as an end
         if model is None:
             return _make(here, "truncated", [], False, _end_story("truncated", status, truth, row, n_truth), truth, None)
-        return _make(here, "extra", [], False, _extra_story(model, row, n_model), None, model)
+        return _make(here, "extra", [], False, _extra_story(model, row, n_model, ending), None, model)
     name = _path_kind(truth, model).value
     return _make(here, name, [], False, _path_story(name, truth, model, steps, row, agreed), truth, model)
 

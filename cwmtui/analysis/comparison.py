@@ -170,6 +170,7 @@ class Comparison:
     verdict: str  # "agree" | "diverge" | "pending" (a running or cancelled rollout, no divergence yet)
     status: RolloutStatus = RolloutStatus.ENDED  # why the model's trace stopped
     agreed_steps: int = 0  # steps that matched before the first divergence
+    truth_ending: str = "the entry function returned"  # how the program's run ended (TraceStatus.ending)
 
     @property
     def agrees(self) -> bool:

@@ -96,10 +96,10 @@ def _end_story(kind: str, status: RolloutStatus, truth: Frame | None, step: int,
     )
 
 
-def _extra_story(model: Frame | None, step: int, n_model: int) -> str:
+def _extra_story(model: Frame | None, step: int, n_model: int, ending: str = "the entry function returned") -> str:
     return (
-        f"The interpreter's trace ends after {step} steps (the entry function returned), but the model did not "
-        f"write end of text: it went on with {n_model - step} more frame{'s' if n_model - step != 1 else ''}, "
+        f"The interpreter's trace ends after {step} steps ({ending}), but the model did not "
+        f"write end of text: it ran on past the end with {n_model - step} more frame{'s' if n_model - step != 1 else ''}, "
         f"starting with {_a(_event(model)) + ' event' if model is not None and model.event else 'a malformed frame'} at {_where(model)}. "
         "Everything up to the end agreed; this is a runaway generation (the model's trace is too long)."
     )

@@ -116,7 +116,7 @@ def recovery(comparison: Comparison, at_step: int) -> Recovery:
     else:
         search = after
     divergence_row = next((r for r in search if r.kind.is_divergence), None)
-    divergence = divergence_at(comparison.steps, divergence_row.step, comparison.status) if divergence_row is not None else None
+    divergence = divergence_at(comparison.steps, divergence_row.step, comparison.status, comparison.truth_ending) if divergence_row is not None else None
     held_to_end = recovered is not None and divergence is None and not any(
         r.kind is StepKind.PENDING for r in rows[recovered.step :]
     )

@@ -456,7 +456,8 @@ def _status_from_end(end: dict, limits: Limits) -> TraceStatus:
         except ValueError:
             name = f"signal {number}"
         return TraceStatus(Status.DIED, f"the program was killed by {name}")
-    return TraceStatus(Status.DIED, f"the program exited abruptly (exit code {end.get('exitcode')})")
+    code = end.get("exitcode")
+    return TraceStatus(Status.DIED, f"the program exited abruptly (exit code {code})", exit_code=code if type(code) is int else None)
 
 
 def trace_program(

@@ -176,10 +176,28 @@ class TraceStatus:
     kind: Status
     message: str = ""
     limit: str | None = None  # "frames" | "time" | "memory" | "output" | "processes" | "recursion" | "tokens"
+    exit_code: int | None = None  # DIED: the program ended itself (os._exit) with this code
 
     @property
     def ok(self) -> bool:
         return self.kind is Status.COMPLETE
+
+    @property
+    def whole(self) -> bool:
+        """Every step the program took is in the trace: it returned, raised, or ended itself
+        (os._exit). False when a limit, a signal or a lost tracer cut it short."""
+        return self.kind in (Status.COMPLETE, Status.RAISED) or (self.kind is Status.DIED and self.exit_code is not None)
+
+    @property
+    def ending(self) -> str:
+        """How the program's run ended, for people: "the entry function returned"."""
+        if self.kind is Status.COMPLETE:
+            return "the entry function returned"
+        if self.kind is Status.RAISED:
+            return "an exception left the entry function"
+        if self.kind is Status.DIED and self.exit_code is not None:
+            return f"the program ended itself (os._exit, exit code {self.exit_code})"
+        return self.describe()
 
     def describe(self) -> str:
         text = self.kind.value
@@ -190,11 +208,17 @@ class TraceStatus:
         return text
 
     def to_json(self) -> dict:
-        return {"status": self.kind.value, "limit": self.limit, "message": self.message}
+        data = {"status": self.kind.value, "limit": self.limit, "message": self.message}
+        if self.exit_code is not None:
+            data["exit_code"] = self.exit_code
+        return data
 
     @classmethod
     def from_json(cls, data: dict) -> "TraceStatus":
-        return cls(Status(data["status"]), data.get("message", ""), data.get("limit"))
+        code = data.get("exit_code")
+        if code is not None and type(code) is not int:
+            raise TypeError("a trace's exit code must be a whole number")
+        return cls(Status(data["status"]), data.get("message", ""), data.get("limit"), code)
 
 
 @dataclass(slots=True)

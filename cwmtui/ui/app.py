@@ -23,6 +23,7 @@ from .bindings import BINDINGS, PALETTE_SKIPS
 from .branch_view import BranchView, SessionView
 from .commands import StepCommands
 from .debugger import DebuggerScreen
+from .messages import ExportDone
 from .keymap import load_keymap
 from .themes import DEFAULT_THEME, VARIABLE_DEFAULTS, ThemeError, ThemeFile, load_theme, theme_names
 
@@ -61,6 +62,7 @@ class CwmApp(App):
         self.live = None  # the live session's engine side (set by the opener)
         self.triage = None  # the failure list of a replay file with many programs
         self.fatal_message = ""  # why the app could not show anything (exit code 2)
+        self.last_export: tuple[Path, Path] | None = None  # the files the last export wrote
 
     # -- themes -------------------------------------------------------------------------------
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
@@ -209,13 +211,29 @@ class CwmApp(App):
                         severity="warning")
             return None
         json_path, svg_path = self.export_paths()
-        try:
+        try:  # the screen, here (it is the screen now); the session, in a worker (it may be large,
+            # and saving works out token lenses through the model's tokenizer, perhaps a server)
             self.export_dir.mkdir(parents=True, exist_ok=True)
-            view.engine.save(str(json_path))
             self.save_screenshot(svg_path.name, str(svg_path.parent))
-        except Exception as exc:  # noqa: BLE001 - SessionError or OSError: tell the user, keep going
+        except OSError as exc:
             self.notify(f"cannot export: {exc}", severity="error")
             return None
-        self.last_export = (json_path, svg_path)
-        self.notify(f"saved {json_path} and {svg_path.name}", title="export", timeout=6)
+        session = view.engine
+
+        def save() -> None:
+            try:
+                session.save(str(json_path))
+            except Exception as exc:  # noqa: BLE001 - SessionError or OSError: told, the app goes on
+                self.post_message(ExportDone(json_path, svg_path, f"cannot export: {exc}"))
+                return
+            self.post_message(ExportDone(json_path, svg_path))
+
+        self.run_worker(save, thread=True, group="export", name="export")
         return json_path, svg_path
+
+    def on_export_done(self, message: ExportDone) -> None:
+        if message.error:
+            self.notify(message.error, severity="error")
+            return
+        self.last_export = (message.json_path, message.svg_path)
+        self.notify(f"saved {message.json_path} and {message.svg_path.name}", title="export", timeout=6)

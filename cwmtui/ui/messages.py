@@ -130,3 +130,13 @@ class LensReady(Message):
         self.key = key
         self.lens = lens
         super().__init__()
+
+
+class ExportDone(Message):
+    """A worker wrote the exported session (``error``: why it could not)."""
+
+    def __init__(self, json_path, svg_path, error: str = "") -> None:
+        self.json_path = json_path
+        self.svg_path = svg_path
+        self.error = error
+        super().__init__()

@@ -126,7 +126,7 @@ async def test_export_writes_a_session_that_reopens_the_same(strings, tmp_path):
     app = CwmApp(strings, export_dir=tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("x")
-        await pilot.pause()
+        await until(pilot, lambda: app.last_export is not None)  # the session is written in a worker
         json_path, svg_path = app.last_export
     assert svg_path.read_text().lstrip().startswith("<svg")
     session = DebugSession.load(str(json_path))
@@ -141,10 +141,10 @@ async def test_exporting_twice_a_program_with_dots_in_its_name_keeps_both(string
     app = CwmApp(strings, export_dir=tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("x")
-        await pilot.pause()
+        await until(pilot, lambda: app.last_export is not None)
         first = app.last_export
         await pilot.press("x")
-        await pilot.pause()
+        await until(pilot, lambda: app.last_export != first)
         second = app.last_export
     assert first[0].name.startswith("cwmtui-my.strings-") and first[0].suffix == ".json"
     assert first != second
@@ -267,3 +267,36 @@ async def test_a_keymap_that_is_not_toml_is_one_line_and_the_keys_stay(strings, 
         await pilot.press("d")
         assert app.debugger.step == strings.branches[0].first_divergence.step
         assert any("not read (TOMLDecodeError" in n.message for n in app._notifications)
+
+
+async def until(pilot, condition, timeout: float = 20.0) -> None:
+    """Wait (pumping the app) until ``condition()`` holds."""
+    import time
+
+    start = time.monotonic()
+    while not condition():
+        assert time.monotonic() - start < timeout, "timed out waiting for the app"
+        await pilot.pause(0.05)
+
+
+async def test_export_saves_the_session_in_a_worker_not_on_the_ui_thread(strings, tmp_path, monkeypatch):
+    """Saving a session works out its token lenses (the model's tokenizer, perhaps a server) and
+    writes a file that may be large: not in the key's handler."""
+    import threading
+
+    from cwmtui.session import DebugSession as Session
+
+    threads = []
+    original = Session.save
+
+    def save(self, path):
+        threads.append(threading.current_thread() is threading.main_thread())
+        return original(self, path)
+
+    monkeypatch.setattr(Session, "save", save)
+    app = CwmApp(strings, export_dir=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("x")
+        await until(pilot, lambda: app.last_export is not None)
+    assert threads == [False]
+

@@ -55,7 +55,7 @@ async def test_without_a_model_the_saved_session_is_shown_read_only(saved):
         assert not isinstance(app.screen, OverrideScreen)
         assert any("opened without a model" in m and "--model" in m for m in notifications(app))
         await pilot.press("x")
-        await pilot.pause()
+        await wait_for(pilot, lambda: app.last_export is not None)  # written in a worker
         exported, _ = app.last_export
     again = DebugSession.load(str(exported))
     assert again.branches[0].comparison.first_divergence == branch.first_divergence
