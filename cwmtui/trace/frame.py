@@ -208,7 +208,7 @@ class TraceStatus:
         return text
 
     def to_json(self) -> dict:
-        data = {"status": self.kind.value, "limit": self.limit, "message": self.message}
+        data: dict[str, str | int | None] = {"status": self.kind.value, "limit": self.limit, "message": self.message}
         if self.exit_code is not None:
             data["exit_code"] = self.exit_code
         return data
