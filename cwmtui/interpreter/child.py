@@ -193,14 +193,16 @@ def _bounded_repr(value) -> str:
             emit(repr(item))
             return
         if id(item) in active:
-            emit({list: "[...]", tuple: "(...)", dict: "{...}"}.get(kind, f"{kind.__name__}(...)"))
+            cycle: dict[type, str] = {list: "[...]", tuple: "(...)", dict: "{...}"}
+            emit(cycle.get(kind, f"{kind.__name__}(...)"))
             return
         if not item:
             emit(repr(item))
             return
         active.add(id(item))
-        opening, closing = {list: ("[", "]"), tuple: ("(", ")"), dict: ("{", "}"), set: ("{", "}"),
-                            frozenset: ("frozenset({", "})")}[kind]
+        brackets: dict[type, tuple[str, str]] = {list: ("[", "]"), tuple: ("(", ")"), dict: ("{", "}"),
+                                                 set: ("{", "}"), frozenset: ("frozenset({", "})")}
+        opening, closing = brackets[kind]
         emit(opening)
         for index, element in enumerate(item.items() if kind is dict else item):
             if index:
@@ -598,7 +600,8 @@ def run_job(job: dict, fd: int) -> None:
     # line events the way `local` does (in the `count` cell they share) and hands it the rest.
     tracer = local
     if _linetrace is not None and not os.environ.get("CWMTUI_PURE_TRACER"):
-        cells = dict(zip(local.__code__.co_freevars, local.__closure__))
+        cells = dict(zip(local.__code__.co_freevars, local.__closure__ or ()))
+        assert _LineTracer is not None  # (with _linetrace)
         tracer = _LineTracer(local, records, cells["count"], cells["next_check"], LINE)
         _linetrace.flush_on_fatal_signal(recorder.flush)  # a segfault keeps what was recorded
 
@@ -643,13 +646,13 @@ def run_job(job: dict, fd: int) -> None:
         recorder.flush()
         real_exit(status)
 
-    os._exit = program_exit
+    os._exit = program_exit  # type: ignore[assignment]  # (os._exit is typed as never returning)
 
     module = types.ModuleType("__main__")
     # as CPython 3.11 sets it for `python prog.py`: absolute (a program from a suite or a replay,
     # "<sample_3>", has no file)
     module.__file__ = filename if filename.startswith("<") else os.path.abspath(filename)
-    module.__builtins__ = __builtins__
+    module.__builtins__ = __builtins__  # type: ignore[attr-defined]  # (CPython reads it; not in the stubs)
     sys.modules["__main__"] = module
     sys.argv = [filename]
     sys.path.insert(0, os.path.dirname(os.path.abspath(filename)))
@@ -765,7 +768,7 @@ def _relay(pid: int, job: dict, fds: dict[int, bytes]) -> dict:
         os.close(fd)
     tree.kill()
     exited = tree.wait()
-    result = {"killed": killed}
+    result: dict[str, str | int | None] = {"killed": killed}
     if os.WIFSIGNALED(exited):
         result["signal"] = os.WTERMSIG(exited)
     else:

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 from dataclasses import asdict, dataclass
-from typing import Callable
+from typing import Callable, Iterable
 
 from ..trace import Event, Frame, OutputChunk, Status, Trace, TraceStatus
 from ..trace.tokens import strip_marker
@@ -105,6 +105,7 @@ def sandbox_command(env: dict[str, str], seccomp_fd: int | None = None) -> list[
         here = "/"
     needed = [here, sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(child.__file__)), *sys.path]
     filtered = ["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []
+    assert _sandbox  # (sandbox_available() found bwrap)
     return [_sandbox[0], *_sandbox_args(needed, env), *filtered, "--chdir", here]
 
 
@@ -188,7 +189,7 @@ class TraceBuilder:
         if _plain_locals is not None:  # C: reuses the previous record's reprs of the same objects
             resolved = _plain_locals(keys, values, *previous) if previous else _plain_locals(keys, values, None, None, None)
         if resolved is None:
-            reprs = child.plain_reprs(values)
+            reprs: Iterable[str] = child.plain_reprs(values)
             if _ADDRESS_MARK in "".join(reprs):
                 reprs = map(clean_repr, reprs)
             resolved = dict(zip(keys, reprs))
@@ -320,7 +321,8 @@ class Interpreter:
         process, self._process = self._process, None
         if process is not None:
             try:
-                process.stdin.close()
+                if process.stdin is not None:
+                    process.stdin.close()
             except OSError:
                 pass
             try:
@@ -328,7 +330,8 @@ class Interpreter:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-            process.stdout.close()
+            if process.stdout is not None:
+                process.stdout.close()
 
     def _server(self, sandbox: bool = True) -> subprocess.Popen:
         if self._process is not None and self._sandboxed != (sandbox and sandbox_available()):
@@ -389,9 +392,10 @@ class Interpreter:
     def _exchange(self, job: dict, builder: TraceBuilder) -> dict:
         process = self._server(job["limits"].get("sandbox", True))
         body = json.dumps(job).encode()
-        process.stdin.write(_HEADER.pack(len(body)) + body)
-        process.stdin.flush()
-        out = process.stdout
+        stdin, out = process.stdin, process.stdout
+        assert stdin is not None and out is not None  # (the server is started with both pipes)
+        stdin.write(_HEADER.pack(len(body)) + body)
+        stdin.flush()
         pending = bytearray()
         while True:
             header = out.read(_HEADER.size)

@@ -97,7 +97,11 @@ class LlamaDecoder:
         self.inv_freq = np.asarray(inv_freq, dtype=np.float32)
         self.rope_scaling = float(attention_scaling or 1.0)
         self.capacity = 0
-        self.k = self.v = self.cos = self.sin = None
+        empty = np.zeros((0,), np.float32)  # (until _grow sizes them, just below)
+        self.k: np.ndarray = empty
+        self.v: np.ndarray = empty
+        self.cos: np.ndarray = empty
+        self.sin: np.ndarray = empty
         self._grow(self.max_len)
         self.length = 0
 
@@ -113,7 +117,7 @@ class LlamaDecoder:
         self.sin = np.ascontiguousarray(np.sin(emb) * self.rope_scaling, dtype=np.float32)
         shape = (len(self.layers), self.kv_heads, size, self.head_dim)
         k, v = np.zeros(shape, np.float32), np.zeros(shape, np.float32)
-        if self.k is not None:
+        if self.capacity:
             k[:, :, : self.capacity] = self.k
             v[:, :, : self.capacity] = self.v
         self.k, self.v = k, v
@@ -149,9 +153,8 @@ class LlamaDecoder:
         ids = list(ids)
         if not ids:
             raise ValueError("feed() needs at least one id")
-        x = None
         for at in range(0, len(ids), _PREFILL_CHUNK):
-            x = self._run(ids[at : at + _PREFILL_CHUNK])
+            x = self._run(ids[at : at + _PREFILL_CHUNK])  # (at least one chunk: ids is not empty)
         return (self._norm(x[-1]) * self.final_norm) @ self.head
 
     def _run(self, ids: list[int]):
@@ -238,7 +241,7 @@ class _Config:
     """The fields the decoder reads, from a transformers config or a config.json dict."""
 
     def __init__(self, cfg) -> None:
-        self._cfg = cfg._cfg if isinstance(cfg, _Config) else cfg
+        self._cfg: object = cfg._cfg if isinstance(cfg, _Config) else cfg
 
     def get(self, name: str, default=None):
         cfg = self._cfg
