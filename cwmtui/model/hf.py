@@ -13,11 +13,14 @@ import json
 import os
 import struct
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..trace import tokens
 from ..extras import require
 from .backend import Backend, Completion, ModelError, Progress, is_cancelled
+
+if TYPE_CHECKING:
+    from .byte_tokenizer import ByteTokenizer
 from .tokenizer import HFTokenizer, first_line, refuse_custom_code
 
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -136,7 +139,8 @@ def read_json(path: str) -> dict:
 def kv_bytes_per_token(config: dict, bytes_per_value: int = 2) -> int:
     """Bytes the KV cache takes per position: keys and values of every layer (bf16 by
     default). CWM (64 layers, 8 KV heads of 128): 256 KiB a token."""
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    nested = config.get("text_config")
+    text = nested if isinstance(nested, dict) else config
     try:
         layers = int(text["num_hidden_layers"])
         heads = int(text.get("num_attention_heads") or 1)
@@ -275,6 +279,16 @@ class _LoadProgress:
 
 class TransformersBackend(Backend):
     """A local Hugging Face model run by transformers, keeping its KV cache between calls."""
+
+    # transformers' and torch's objects, typed loosely: the lean backend (model/lean.py) reuses
+    # this class with none of them (model and tokenizer None, device a string), and close() drops
+    # the model
+    model: Any
+    tokenizer: Any
+    device: Any
+    _torch: Any
+    _cache: Any
+    _tokens: HFTokenizer | ByteTokenizer
 
     def __init__(
         self,
