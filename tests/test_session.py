@@ -96,6 +96,8 @@ def test_editing_the_locals_fixes_a_sticky_state_error(strawberry):
     branch = session.override(main, 11, locals=dict(truth.frames[11].locals))
     assert branch.intervention.kind == "locals"
     assert branch.frames[11].origin == "edited" and branch.frames[11].locals["n"] == "1"
+    # #24: the edited step keeps its line (and function), as the model's frame had them
+    assert (branch.frames[11].lineno, branch.frames[11].function) == (truth.frames[11].lineno, truth.frames[11].function)
     assert branch.comparison.steps[11].kind is StepKind.MATCH
     # the model keeps its belief on the following steps; state matches again after the loop returns
     assert branch.recovery.recovered_at == 27

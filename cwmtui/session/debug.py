@@ -240,10 +240,18 @@ class DebugSession:
             base = model_frame if model_frame is not None and model_frame.event is not None else (truth[step] if step < len(truth) else None)
             if base is None:
                 raise SessionError(f"there is no frame at step {step} to edit")
+            line = base.lineno
+            if action is not None:  # the line the action is, where the program has it
+                stripped = [tokens.strip_marker(text) for text in self.program.lines]
+                line = stripped.index(tokens.strip_marker(action)) + 1 if tokens.strip_marker(action) in stripped else None
             edited = Frame(
                 base.event if base.event in (Event.CALL, Event.LINE) else Event.LINE,
                 action if action is not None else base.action,
                 dict(locals),
+                None,
+                line,
+                base.depth,
+                base.function,
             )
             rollout.force(edited, origin="edited")
         else:

@@ -7,6 +7,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from ..terminal import printable
+from ..trace import RolloutStatus
 from .branch_view import BranchView, SessionView, describe_divergence
 
 METER = 10
@@ -64,7 +65,13 @@ class StatusBar(Static, can_focus=False):
             divergence = branch.first_divergence
             second.append("first divergence ", s("status--label"))
             if divergence is None:
-                second.append("none so far" if branch.running else "none: the traces agree", s("status--match"))
+                if branch.running:
+                    said = "none so far"
+                elif branch.status is RolloutStatus.CANCELLED:
+                    said = f"none before the rollout was cancelled ({len(branch.frames)} steps written)"
+                else:
+                    said = "none: the traces agree"
+                second.append(said, s("status--match"))
             else:
                 second.append(describe_divergence(divergence), s("status--diverge"))
             second.append(*sep)

@@ -17,9 +17,9 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ..trace import Event, Frame
 from ..analysis.compare import StepKind
 from ..terminal import printable
+from ..trace import Event, Frame, RolloutStatus
 from .branch_view import BranchView
 
 EVENT_MARKS = {Event.CALL: "→", Event.LINE: " ", Event.RETURN: "←", Event.EXCEPTION: "!"}
@@ -184,7 +184,9 @@ class Timeline(ScrollView, can_focus=False):
         add(f"{row:>{step_width}} ", style("timeline--step", partial=True))
         rest = width - (1 + step_width + 1)
         if frame is None:
-            if kind is StepKind.PENDING:
+            if kind is StepKind.PENDING and not branch.running and branch.status is RolloutStatus.CANCELLED:
+                label = "(cancelled before this step)"
+            elif kind is StepKind.PENDING:
                 label = branch.waiting or "(model still writing…)"
             elif kind is StepKind.MISSING and self.side == "model":
                 label = "(model trace ended)"

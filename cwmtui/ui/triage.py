@@ -8,6 +8,8 @@ A few hundred rows at most, so a stock DataTable holds them.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -58,11 +60,17 @@ class TriageRow:
     def sort_key(self, by: str):
         rank = CLASS_ORDER.index(self.kind) if self.kind in CLASS_ORDER else len(CLASS_ORDER) - 2
         step = self.step if self.step is not None else 1 << 30
+        name = natural_key(self.id)
         if by == "step":
-            return (step, rank, self.id)
+            return (step, rank, name)
         if by == "id":
-            return (self.id,)
-        return (rank, not self.string_valued, step, self.id)
+            return (name,)
+        return (rank, not self.string_valued, step, name)
+
+
+def natural_key(text: str) -> tuple:
+    """``sample_23`` before ``sample_228``: the numbers in an id compared as numbers."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text) if part)
 
 
 class TriageScreen(Screen):

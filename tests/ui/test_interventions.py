@@ -192,6 +192,17 @@ async def test_escape_cancels_a_running_rollout(strings):
         branch = app.view.branches[0]
         assert branch.status == "cancelled"
         assert 0 < len(branch.frames) < len(truth.frames)
+        await pilot.pause()
+        # #24: cancelled is a state on screen, not "still writing" forever, and never "agree"
+        model = app.debugger.query_one("#model")
+        pending = next(r for r in range(len(branch)) if branch.kind(r).value == "pending")
+        app.debugger.step = pending
+        await pilot.pause()
+        shown = model.render_line(model.cursor - int(model.scroll_offset.y)).text
+        assert "(cancelled before this step)" in shown and "still writing" not in shown
+        status = app.debugger.query_one("#status").plain
+        assert f"none before the rollout was cancelled ({len(branch.frames)} steps written)" in status
+        assert "the traces agree" not in status
 
 
 async def test_a_model_that_fails_to_load_leaves_the_truth_on_screen(strings):

@@ -116,3 +116,14 @@ async def test_ids_and_paths_are_shown_as_written_not_as_markup(tmp_path):
         table = screen.query_one("DataTable")
         assert sorted(str(table.get_row_at(i)[0]) for i in range(table.row_count)) == ["[/b]odd", "[bold]x"]
         assert str(screen.query_one("#triage-title").render()).startswith(f"{odd}: 3 programs")
+
+
+def test_ids_sort_as_people_count_them():
+    """#24: sample_228 came before sample_23 (ids sorted as text)."""
+    from cwmtui.ui.triage import TriageRow
+
+    rows = [TriageRow.from_json(i, {"id": name, "class": "state", "step": 3})
+            for i, name in enumerate(["sample_228", "sample_23", "sample_3", "a10b2", "a10b10", "a9"])]
+    assert [r.id for r in sorted(rows, key=lambda r: r.sort_key("id"))] == \
+        ["a9", "a10b2", "a10b10", "sample_3", "sample_23", "sample_228"]
+    assert [r.id for r in sorted(rows, key=lambda r: r.sort_key("class"))][:3] == ["a9", "a10b2", "a10b10"]
