@@ -211,7 +211,7 @@ def test_forced_action_replaces_the_line_the_model_would_write(scripted, program
     forced = Rollout(scripted, program, truth.frames[0])
     forced.run(until=k)
     frame = forced.step(force_action=truth.frames[k].action)
-    assert frame == truth.frames[k] and frame.origin == "generated"
+    assert frame == truth.frames[k] and frame.origin == "overridden"  # the line given, the event and state the model's
     forced.run()
     assert forced.frames == truth.frames and forced.status is RolloutStatus.ENDED
 

@@ -453,3 +453,15 @@ def test_one_scoring_of_teacher_forcing_in_the_debugger_diff_and_eval(loop, tmp_
     assert diffed["verdict"] == debugger.verdict != "agree"
     assert diffed["agreed_steps"] == debugger.agreed_steps == 4
     assert diffed["forced_steps"] == evaluated["forced_steps"] == [4]
+
+
+def test_a_line_the_user_typed_is_never_blamed_on_the_model(strawberry):
+    """#24: an override with a typed line was reported as the model's own "action
+    hallucination". The overridden frame is marked, and the divergence there is the user's."""
+    session = session_with(strawberry)
+    main = session.run_main()
+    branch = session.override(main, 5, action="    pass\n")
+    assert branch.intervention.source == "typed" and branch.frames[5].origin == "overridden"
+    first = branch.comparison.first_divergence
+    assert first.step == 5 and first.kind == "override" and first.regime == "the user's override"
+    assert "hallucination" not in first.explanation and "the line is yours" in first.explanation

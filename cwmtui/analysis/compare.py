@@ -31,7 +31,7 @@ from .comparison import (
     SavedAlignment,
 )
 from .comparison import MODEL_ONLY_STEP, SKIPPED_STEP, _compare_pair, _path_kind
-from .explain import _a, _agreed, _end_story, _extra_story, _path_story, _where
+from .explain import _a, _agreed, _end_story, _extra_story, _override_story, _path_story, _where
 
 #: the data types live in comparison.py; they are imported from here too
 __all__ = ["StepKind", "VariableDiff", "StepComparison", "REGIMES", "Divergence", "Comparison", "SavedSteps", "SavedAlignment", "compare", "divergence_at", "action_key", "changed_names", "SKIPPED_STEP", "MODEL_ONLY_STEP"]
@@ -263,6 +263,8 @@ def divergence_at(steps: Sequence[StepComparison], row: int, status: RolloutStat
             return _make(here, "truncated", [], False, _end_story("truncated", status, truth, row, n_truth), truth, None)
         return _make(here, "extra", [], False, _extra_story(model, row, n_model, ending), None, model)
     name = _path_kind(truth, model).value
+    if model.origin == "overridden" and name in ("action", "event"):  # the user's line, not the model's
+        return _make(here, "override", [], False, _override_story(truth, model, row), truth, model)
     return _make(here, name, [], False, _path_story(name, truth, model, steps, row, agreed), truth, model)
 
 

@@ -121,6 +121,7 @@ REGIMES = {
     "truncated": "early end of trace",
     "extra": "runaway generation",
     "format": "format error",
+    "override": "the user's override",  # the paths part at a line the user gave the model
 }
 
 

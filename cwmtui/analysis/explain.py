@@ -103,3 +103,12 @@ def _extra_story(model: Frame | None, step: int, n_model: int, ending: str = "th
         f"starting with {_a(_event(model)) + ' event' if model is not None and model.event else 'a malformed frame'} at {_where(model)}. "
         "Everything up to the end agreed; this is a runaway generation (the model's trace is too long)."
     )
+
+
+def _override_story(truth: Frame, model: Frame, step: int) -> str:
+    return (
+        f"At step {step} the line is yours: the model was given {_where(model)} where the interpreter runs "
+        f"{_where(truth)}. The paths part here because of the override, not because of the model; what the "
+        "model does from here on is its answer to the line it was given."
+    )
+

@@ -152,7 +152,10 @@ class Rollout:
                     done = self._generate(ids, [self._frame_sep], limit, cancel)
                 else:
                     ids.append(self._frame_sep)
-        return self._settle(ids, done, by_budget, limit)
+        frame = self._settle(ids, done, by_budget, limit)
+        if frame is not None and force_action is not None and not frame.is_error:
+            frame.origin = "overridden"  # the line is the user's, the event and state the model's
+        return frame
 
     def _generate(self, ids: list[int], stops: list[int], limit: int, cancel) -> str:
         """Let the model continue the frame ``ids``; extends ``ids``; returns how it stopped."""

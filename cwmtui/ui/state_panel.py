@@ -179,7 +179,7 @@ class StatePanel(RenderedPanel):
         if frame is not None:
             where = f"line {frame.lineno}" if frame.lineno else "line ?"
             title.append(f" · {printable(frame.function or '?')}() {where}")
-        if model is not None and model.origin in ("forced", "edited"):
+        if model is not None and model.origin in ("forced", "edited", "overridden"):
             title.append(f" · model frame {model.origin}", self._style("state--changed"))
         rows = branch.variables(row)
         table = self._table(rows)

@@ -68,7 +68,8 @@ class StatusBar(Static, can_focus=False):
                 if branch.running:
                     said = "none so far"
                 elif branch.status is RolloutStatus.CANCELLED:
-                    said = f"none before the rollout was cancelled ({len(branch.frames)} steps written)"
+                    written = len(branch.frames)
+                    said = f"none before the rollout was cancelled ({written} step{'s' if written != 1 else ''} written)"
                 else:
                     said = "none: the traces agree"
                 second.append(said, s("status--match"))

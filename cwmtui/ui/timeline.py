@@ -177,8 +177,8 @@ class Timeline(ScrollView, can_focus=False):
         if kind.is_divergence or (kind is StepKind.PENDING and self.side == "model"):
             mark = KIND_MARKS.get(kind, "✗")
             mark_style = style("timeline--pending" if kind is StepKind.PENDING else "timeline--divergent", partial=True)
-        if self.side == "model" and frame is not None and frame.origin in ("forced", "edited"):
-            mark = "F" if frame.origin == "forced" else "E"
+        if self.side == "model" and frame is not None and frame.origin in ("forced", "edited", "overridden"):
+            mark = {"forced": "F", "edited": "E", "overridden": "O"}[frame.origin]
             mark_style = style("timeline--forced", partial=True)
         add(mark, mark_style)
         add(f"{row:>{step_width}} ", style("timeline--step", partial=True))
