@@ -164,6 +164,12 @@ else:
         return any(_repr_floor(v, limit) > limit for v in values)
 
 
+#: how repr() writes a container it is already inside, and the brackets it writes around one
+_CYCLE_MARKS: dict[type, str] = {list: "[...]", tuple: "(...)", dict: "{...}"}
+_BRACKETS: dict[type, tuple[str, str]] = {list: ("[", "]"), tuple: ("(", ")"), dict: ("{", "}"),
+                                          set: ("{", "}"), frozenset: ("frozenset({", "})")}
+
+
 class _Full(Exception):
     """A bounded repr has all the characters it may keep."""
 
@@ -193,16 +199,13 @@ def _bounded_repr(value) -> str:
             emit(repr(item))
             return
         if id(item) in active:
-            cycle: dict[type, str] = {list: "[...]", tuple: "(...)", dict: "{...}"}
-            emit(cycle.get(kind, f"{kind.__name__}(...)"))
+            emit(_CYCLE_MARKS.get(kind, f"{kind.__name__}(...)"))
             return
         if not item:
             emit(repr(item))
             return
         active.add(id(item))
-        brackets: dict[type, tuple[str, str]] = {list: ("[", "]"), tuple: ("(", ")"), dict: ("{", "}"),
-                                                 set: ("{", "}"), frozenset: ("frozenset({", "})")}
-        opening, closing = brackets[kind]
+        opening, closing = _BRACKETS[kind]
         emit(opening)
         for index, element in enumerate(item.items() if kind is dict else item):
             if index:

@@ -179,10 +179,6 @@ class BranchView:
         return intervention.describe() if intervention is not None else ""
 
     @property
-    def badge(self) -> str:
-        return badge_for(self.state)
-
-    @property
     def settings(self) -> dict | None:
         """The rollout options this branch ran with (None: unknown, the session's apply)."""
         return self.state.settings
@@ -190,6 +186,7 @@ class BranchView:
     # -- new states --------------------------------------------------------------------------
     def _adopt(self, state: BranchState) -> None:
         self.state = state
+        self.badge = badge_for(state)  # (once per state: a teacher-forced badge counts every row)
         comparison = state.comparison
         self.steps: list[StepComparison] = comparison.steps
         self._divergence_rows = comparison.divergent_rows()
