@@ -31,6 +31,8 @@ class Branch:
     forced_steps: list[int] = field(default_factory=list)  # teacher forcing: frames forced whole
     lens: dict | None = None  # {"step", "variable", "lens"} of a string-valued divergence
     settings: dict | None = None  # the rollout options it ran with (token budget, decoding)
+    message: str = ""  # why the rollout stopped, for people ("... the model's context of 4096 tokens is full")
+    token_limit: int | None = None  # the tokens it may write: the budget, or less where the context is smaller
     rollout: Rollout | None = field(default=None, repr=False, compare=False)  # live only
 
     @property
@@ -75,3 +77,12 @@ class BranchState:
     @property
     def settings(self) -> dict | None:
         return self.branch.settings
+
+    @property
+    def message(self) -> str:
+        """Why the rollout stopped, for people ("" while it runs)."""
+        return "" if self.status is RolloutStatus.RUNNING else self.branch.message
+
+    @property
+    def token_limit(self) -> int | None:
+        return self.branch.token_limit

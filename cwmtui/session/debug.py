@@ -118,6 +118,18 @@ class DebugSession:
 
         return Rollout(self.backend, self.program, self._entry_frame(), self.options)
 
+    @staticmethod
+    def _token_limit(rollout) -> int | None:
+        """The tokens a rollout may write: its budget, or what the model's context leaves after
+        the prompt where that is less (None: a replay, which has no limit)."""
+        if not getattr(rollout.backend, "can_generate", True):
+            return None
+        limit = int(rollout.options.token_budget)
+        context = getattr(rollout.backend, "context_length", None)
+        if context:
+            limit = min(limit, int(context) - int(rollout.prompt_tokens))
+        return max(limit, 0)
+
     def _run(self, branch: Branch, rollout, on_frame, cancel) -> Branch:
         def forward(frame: Frame) -> None:
             frames = rollout.frames
@@ -138,6 +150,7 @@ class DebugSession:
         if rollout is not None:
             branch.frames = list(rollout.frames)
             branch.status = rollout.status
+            branch.message = str(getattr(rollout, "message", "") or "")
             branch.tokens = {
                 "trace": int(getattr(rollout, "tokens_used", 0)),
                 "processed": int(getattr(rollout, "tokens_processed", 0)),
@@ -177,7 +190,8 @@ class DebugSession:
         with self._lock:
             if self.branches and self.branches[0].name == "main":
                 self.branches.pop(0)
-            branch = Branch("main", rollout=rollout, frames=list(rollout.frames), settings=self._settings_now())
+            branch = Branch("main", rollout=rollout, frames=list(rollout.frames), settings=self._settings_now(),
+                            token_limit=self._token_limit(rollout))
             self.branches.insert(0, branch)
         if on_frame is not None and rollout.frames:
             on_frame(branch, 0, rollout.frames[0])
@@ -232,7 +246,7 @@ class DebugSession:
             rollout.force(frame, origin=frame.origin or "forced")
         name = self._unique(f"{parent.name}/{step}")
         child = Branch(name, parent=parent.name, at_step=step, intervention=intervention, rollout=rollout,
-                       settings=self._settings_now())
+                       settings=self._settings_now(), token_limit=self._token_limit(rollout))
         with self._lock:
             self.branches.append(child)
         model_frame = parent.frames[step] if step < len(parent.frames) else None
@@ -280,7 +294,7 @@ class DebugSession:
         rollout = self._new_rollout()
         name = self._unique("teacher-forced")
         branch = Branch(name, parent=None, at_step=0, intervention=Intervention("teacher_force", 0), rollout=rollout,
-                        settings=self._settings_now())
+                        settings=self._settings_now(), token_limit=self._token_limit(rollout))
         with self._lock:
             self.branches.append(branch)
 

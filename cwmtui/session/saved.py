@@ -56,6 +56,10 @@ def branch_to_json(self: Branch, truth: Sequence[Frame]) -> dict:
         data["lens"] = {**self.lens, "lens": self.lens["lens"].to_json()}
     if self.settings is not None:
         data["settings"] = self.settings
+    if self.message:
+        data["message"] = self.message
+    if self.token_limit is not None:
+        data["token_limit"] = self.token_limit
     return data
 
 def branch_from_json(data: dict, truth: Sequence[Frame], truth_changed: list | None = None, version: int = FORMAT_VERSION) -> Branch:
@@ -78,6 +82,8 @@ def branch_from_json(data: dict, truth: Sequence[Frame], truth_changed: list | N
         forced_steps=list(data.get("forced_steps") or []),
         lens=lens,
         settings=_settings(data.get("settings")),
+        message=_text(data.get("message")),
+        token_limit=_count(data.get("token_limit")),
     )
     saved = data.get("comparison")
     if saved is not None and truth_changed is not None and version >= 2:
@@ -261,3 +267,21 @@ def _options_from_json(data: dict):
     _check_rollout_values(data)
     known = {f.name for f in fields(RolloutOptions)}
     return RolloutOptions(**{k: v for k, v in data.items() if k in known})
+
+
+def _text(value) -> str:
+    """A saved piece of text (why a rollout stopped): text or nothing; anything else is damage."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise TypeError("a branch's message must be text")
+    return value
+
+
+def _count(value) -> int | None:
+    """A saved count (a token limit): a whole number ≥ 0, or nothing."""
+    if value is None:
+        return None
+    if type(value) is not int or value < 0:
+        raise TypeError("a branch's token limit must be a whole number")
+    return value

@@ -19,7 +19,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from ..terminal import printable
-from .bindings import BINDINGS, PALETTE_SKIPS
+from .bindings import BINDINGS, INTERVENTIONS, PALETTE_SKIPS
 from .branch_view import BranchView, SessionView
 from .commands import StepCommands
 from .debugger import DebuggerScreen
@@ -63,6 +63,12 @@ class CwmApp(App):
         self.triage = None  # the failure list of a replay file with many programs
         self.fatal_message = ""  # why the app could not show anything (exit code 2)
         self.last_export: tuple[Path, Path] | None = None  # the files the last export wrote
+        # the user's keymap, read before the debugger is built: its bindings table is made with
+        # the keys remapped in place (each stays in its footer group and its order)
+        self.user_keymap, self._keymap_problems = load_keymap({b.id for b in BINDINGS if b.id})
+        for binding in self.bindings_as_bound():  # an intervention key where it is hidden: say why
+            if binding.action in INTERVENTIONS:
+                self._bindings.bind(binding.key, f"explain_intervention({binding.action!r})", show=False)
 
     # -- themes -------------------------------------------------------------------------------
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
@@ -88,7 +94,7 @@ class CwmApp(App):
 
     # -- screens ------------------------------------------------------------------------------
     def get_default_screen(self) -> Screen:
-        return DebuggerScreen(self.layout_choice)
+        return DebuggerScreen(self.layout_choice, bindings=self.bindings_as_bound())
 
     @property
     def debugger(self) -> DebuggerScreen:
@@ -96,17 +102,14 @@ class CwmApp(App):
 
     def on_mount(self) -> None:
         self.apply_theme(self._theme_spec)
-        keymap, problems = load_keymap({b.id for b in BINDINGS if b.id})
-        if keymap:
-            self.set_keymap(keymap)
-        for problem in problems:
+        for problem in self._keymap_problems:
             self.notify(problem, severity="warning", timeout=10)
         if self.opener is not None:
             self.opener(self)
 
     def bindings_as_bound(self) -> list[Binding]:
         """The debugger's bindings with the keys the user's keymap gave them."""
-        keymap = self._keymap
+        keymap = self.user_keymap
         return [dataclasses.replace(b, key=keymap[b.id], key_display=None) if b.id in keymap else b for b in BINDINGS]
 
     def adopt_live(self, live) -> None:
@@ -136,7 +139,7 @@ class CwmApp(App):
     # -- command palette ----------------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         for command in super().get_system_commands(screen):
-            if command.title != "Theme":
+            if command.title not in ("Theme", "Keys"):  # ours below; ? is the keys panel, esc closes it
                 yield command
         debugger = self.screen_stack[0]
         if not isinstance(debugger, DebuggerScreen):
@@ -146,7 +149,7 @@ class CwmApp(App):
             if binding.id in PALETTE_SKIPS or debugger.check_action(binding.action, ()) is False:
                 continue
             keys = ", ".join(self.get_key_display(Binding(k.strip(), "")) for k in binding.key.split(","))
-            yield SystemCommand(binding.description, f"key {keys}", partial(debugger.run_action, binding.action))
+            yield SystemCommand(binding.tooltip or binding.description, f"key {keys}", partial(debugger.run_action, binding.action))
         yield SystemCommand("Jump to first divergence", "Select the step where the model first leaves the truth",
                             self.jump_to_first_divergence)
         for name in theme_names():
@@ -154,13 +157,12 @@ class CwmApp(App):
         yield SystemCommand("Toggle layout", "Source pane in its own column, or below the timelines",
                             self.toggle_layout)
 
+    def action_explain_intervention(self, action: str) -> None:
+        if self.screen is self.debugger:
+            self.debugger.explain_intervention(action)
+
     def jump_to_first_divergence(self) -> None:
-        debugger = self.screen_stack[0]
-        branch = debugger.branch
-        if branch is None or branch.first_divergence is None:
-            self.notify("no divergence: the traces agree", timeout=3)
-            return
-        debugger.step = branch.first_divergence.step
+        self.debugger.action_first_divergence()
 
     def switch_theme(self, name: str) -> None:
         try:

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from ..analysis.compare import Comparison, Divergence, StepComparison, StepKind, compare
 from ..interpreter import Program
-from ..trace import Event, Frame, OutputChunk, RolloutStatus, Trace
+from ..trace import Event, Frame, OutputChunk, RolloutStatus, Status, Trace, TraceStatus
 from ..analysis.lens import Lens
 from ..session import Branch, BranchState, DebugSession
 from ..trace.stored import StoredFrames
@@ -64,6 +64,22 @@ def describe_divergence(divergence: Divergence | None) -> str:
         names = divergence.variables
         text += ": " + ", ".join(names[:3]) + (f" +{len(names) - 3}" if len(names) > 3 else "")
     return text
+
+
+def truth_ending(status: TraceStatus) -> str:
+    """How the interpreter's run ended, in a few words for a timeline row and the status bar."""
+    kind = status.kind
+    if kind is Status.COMPLETE:
+        return "the program returned"
+    if kind is Status.RAISED:
+        return "an exception left the program"
+    if kind is Status.DIED and status.exit_code is not None:
+        return f"the program ended itself: os._exit({status.exit_code})"
+    if kind is Status.LIMIT:
+        return f"stopped by the {status.limit} limit" if status.limit else "stopped by a limit"
+    if kind is Status.DIED:
+        return "the program died" + (f": {status.message}" if status.message else "")
+    return status.describe()
 
 
 @dataclass
@@ -183,6 +199,36 @@ class BranchView:
         """The rollout options this branch ran with (None: unknown, the session's apply)."""
         return self.state.settings
 
+    @property
+    def token_limit(self) -> int | None:
+        """The tokens the rollout may write (its budget, or what the model's context leaves)."""
+        return self.state.token_limit
+
+    def ending(self, short: bool = False) -> str:
+        """Why the model's trace stopped ("" while it runs): the rollout's own words, or
+        (``short``) its status in a few words."""
+        if self.running:
+            return ""
+        status = self.status
+        if status is RolloutStatus.CANCELLED:
+            written = len(self.frames)
+            return f"cancelled after {written} step{'s' if written != 1 else ''}"
+        if status is RolloutStatus.ENDED:
+            return "the model wrote end of text"
+        message = self.state.message
+        return message if message and not short else status.label
+
+    def truth_ending(self) -> str:
+        return truth_ending(self.truth.status)
+
+    def step_numbers(self, row: int) -> tuple[int | None, int | None]:
+        """(the interpreter's step, the model's step) at a row: the frames' own numbers, which
+        part from the row number once the paths do."""
+        if not 0 <= row < len(self.steps):
+            return None, None
+        step = self.steps[row]
+        return step.truth_index, step.model_index
+
     # -- new states --------------------------------------------------------------------------
     def _adopt(self, state: BranchState) -> None:
         self.state = state
@@ -201,6 +247,8 @@ class BranchView:
             if self.steps[row].kind in PATH_KINDS:
                 self._path_break = row
             break
+        # the last row with an interpreter frame: rows after it come after the program's end
+        self.last_truth_row = next((r for r in range(len(self.steps) - 1, -1, -1) if self.steps[r].truth is not None), -1)
         self._calls = None
         self.version += 1
 

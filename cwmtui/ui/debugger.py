@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Callable
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingsMap
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.screen import Screen
@@ -47,7 +48,7 @@ from .state_panel import StatePanel
 from .status_bar import StatusBar
 from .timeline import Timeline
 
-from .bindings import BINDINGS
+from .bindings import BINDINGS, INTERVENTIONS, LEGEND
 
 if TYPE_CHECKING:
     from .app import CwmApp
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
 PLAY_SPEEDS = (1, 2, 4, 8, 16, 32, 64)  # steps per second
 WIDE_COLUMNS = 140  # from this width on, "auto" puts the source pane in its own column
 OUTPUT_COLUMNS = 100  # below this width the stacked layout has no room for the output panel
+FULL_FOOTER_COLUMNS = 132  # below this width the footer leaves out the palette's key (ctrl+p, in ?)
 
 class DebuggerScreen(Screen):
     """The side-by-side view of a session, its bindings and its state."""
@@ -85,13 +87,17 @@ class DebuggerScreen(Screen):
     DebuggerScreen.-tight #model { border: none; border-top: solid $cwm-model; border-left: vkey $panel-lighten-2; }
     DebuggerScreen.-tight SourcePane { overflow-x: hidden; }
     DebuggerScreen.-tight StatePanel { padding: 0; }
+    DebuggerScreen.-short-footer FooterKey.-command-palette { display: none; }
+    DebuggerScreen.-narrow FooterLabel { display: none; }
     """
 
     step: reactive[int] = reactive(0, init=False)
     branch_index: reactive[int] = reactive(0, init=False)
 
-    def __init__(self, layout: str = "auto") -> None:
+    def __init__(self, layout: str = "auto", bindings: list[Binding] | None = None) -> None:
         super().__init__(id="debugger")
+        if bindings is not None:  # the table with the user's keymap applied
+            self._bindings = BindingsMap(bindings)
         self.layout_choice = layout  # "auto" | "columns" | "stacked"
         self.layout_mode = "stacked"
         self.activity = ""
@@ -101,6 +107,7 @@ class DebuggerScreen(Screen):
         self.last_search = ""
         self._work_cancel: Callable[[], None] | None = None
         self._lenses_asked: set[tuple] = set()
+        self._offered: set[tuple] = set()  # (branch, step) of first divergences already pointed out
 
     # -- layout -------------------------------------------------------------------------------
     @property
@@ -128,8 +135,7 @@ class DebuggerScreen(Screen):
         self.layout_mode = self._choose_layout(width)
         self.set_class(self.layout_mode == "columns", "-columns")
         self.set_class(self.layout_mode == "stacked", "-stacked")
-        self.set_class(width < OUTPUT_COLUMNS, "-narrow")
-        self.set_class(self.app.size.height < 30 or width < OUTPUT_COLUMNS, "-tight")
+        self._size_classes()
         source = SourcePane(id="source")
         truth = Timeline("truth", id="truth")
         model = Timeline("model", id="model")
@@ -157,7 +163,7 @@ class DebuggerScreen(Screen):
                     yield state
                     yield output
         yield StatusBar(id="status")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self._wire()
@@ -170,6 +176,7 @@ class DebuggerScreen(Screen):
         self.output_panel = self.query_one("#output", OutputPanel)
         self.status_bar = self.query_one("#status", StatusBar)
         self.truth_timeline.partner, self.model_timeline.partner = self.model_timeline, self.truth_timeline
+        self.refresh_bindings()  # a recomposed footer hears of the bindings only when told
         self.show_view()
 
     async def set_layout(self, choice: str) -> None:
@@ -177,9 +184,15 @@ class DebuggerScreen(Screen):
         await self.recompose()
         self._wire()
 
+    def _size_classes(self) -> None:
+        width, height = self.app.size
+        self.set_class(width < OUTPUT_COLUMNS, "-narrow")
+        self.set_class(height < 30 or width < OUTPUT_COLUMNS, "-tight")
+        self.set_class(width < FULL_FOOTER_COLUMNS, "-short-footer")
+
     async def on_resize(self) -> None:
-        width = self.app.size.width
-        if self._choose_layout(width) != self.layout_mode or self.has_class("-narrow") != (width < OUTPUT_COLUMNS):
+        self._size_classes()
+        if self._choose_layout(self.app.size.width) != self.layout_mode:
             await self.recompose()
             self._wire()
 
@@ -204,7 +217,9 @@ class DebuggerScreen(Screen):
         state.border_title = "state"
         if branch is not None and self.step >= len(branch):
             self.step = max(0, len(branch) - 1)
+        self.refresh_bindings()  # what the footer offers depends on the session (a live model?)
         self.show_step()
+        self._offer_divergence()
 
     def _title_model(self) -> None:
         branch = self.branch
@@ -292,6 +307,29 @@ class DebuggerScreen(Screen):
                 self.step = step if step >= 0 else len(branch) + step
 
         self.app.push_screen(go_to_step_screen(len(branch), self.step), go)
+
+    def action_first_divergence(self) -> None:
+        branch = self.branch
+        if branch is None or branch.first_divergence is None:
+            said = "none so far" if branch is not None and branch.running else "the traces agree"
+            self.notify(f"no divergence: {said}", timeout=3)
+            return
+        self.step = branch.first_divergence.step
+
+    def _offer_divergence(self) -> None:
+        """Once per branch: say where its first divergence is, as soon as the model has written
+        it, with the key that goes there (the selection stays where the user put it)."""
+        branch = self.branch
+        if branch is None or branch.placeholder or branch.first_divergence is None:
+            return
+        divergence = branch.first_divergence
+        key = (id(branch), divergence.step)
+        if key in self._offered:
+            return
+        self._offered.add(key)
+        if self.step != divergence.step:
+            self.notify(f"first divergence at step {divergence.step}: {divergence.regime or divergence.kind} · f goes there",
+                        title=branch.name, timeout=6)
 
     def action_divergence(self, direction: int) -> None:
         branch = self.branch
@@ -420,8 +458,12 @@ class DebuggerScreen(Screen):
             return True
         return False
 
+    def explain_intervention(self, action: str) -> None:
+        """A hidden intervention key was pressed (no live model): say why it does nothing."""
+        self._can_intervene(INTERVENTIONS[action])
+
     def action_override(self) -> None:
-        if not self._can_intervene("override"):
+        if not self._can_intervene(INTERVENTIONS["override"]):
             return
         branch, row = self.branch, self.step
         assert branch is not None and self.view is not None
@@ -438,7 +480,7 @@ class DebuggerScreen(Screen):
         )
 
     def action_edit_locals(self) -> None:
-        if not self._can_intervene("editing the state"):
+        if not self._can_intervene(INTERVENTIONS["edit_locals"]):
             return
         branch, row = self.branch, self.step
         assert branch is not None
@@ -458,7 +500,7 @@ class DebuggerScreen(Screen):
         self.app.push_screen(EditLocalsScreen(row, frame.locals), edited)
 
     def action_teacher_forced(self) -> None:
-        if not self._can_intervene("the teacher-forced rollout"):
+        if not self._can_intervene(INTERVENTIONS["teacher_forced"]):
             return
         self.cwm.start_teacher_forced()
 
@@ -476,7 +518,13 @@ class DebuggerScreen(Screen):
 
     def action_help(self) -> None:
         shown = [b for b in self.cwm.bindings_as_bound() if self.check_action(b.action, ()) is not False]
-        self.app.push_screen(HelpScreen(shown))
+        notes = []
+        hidden = [b for b in self.cwm.bindings_as_bound() if b.action in INTERVENTIONS and b not in shown]
+        if hidden:
+            keys = ", ".join(b.key for b in hidden)
+            why = self.cwm.no_model_reason or "this session has no live model"
+            notes.append(f"{keys} (override, edit, teacher-force) are not here: {why}")
+        self.app.push_screen(HelpScreen(shown, LEGEND, notes))
 
     def action_triage(self) -> None:
         self.stop_playing()
@@ -485,6 +533,9 @@ class DebuggerScreen(Screen):
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action == "triage":
             return True if self.cwm.triage is not None else False  # only for a file of many programs
+        if action in INTERVENTIONS:  # hidden (footer, ?, palette) where nothing can run them
+            view = self.view
+            return view is not None and view.can_generate
         return True
 
     def reset(self) -> None:
@@ -540,6 +591,7 @@ class DebuggerScreen(Screen):
             self.query_one("#model", Timeline).update_size()
             self._title_model()
             self.show_step()
+            self._offer_divergence()
 
     def on_work_started(self, message: WorkStarted) -> None:
         self._work_cancel = message.cancel
@@ -547,6 +599,7 @@ class DebuggerScreen(Screen):
     def on_model_state(self, message: ModelState) -> None:
         self.cwm.no_model_reason = message.reason
         self.cwm.replay = message.replay
+        self.refresh_bindings()
 
     def on_lens_wanted(self, message: LensWanted) -> None:
         """Ask a worker for a token lens (the model's tokenizer may be a server away)."""
@@ -581,6 +634,7 @@ class DebuggerScreen(Screen):
             self.query_one("#model", Timeline).show_branch(branch)
             self._title_model()
             self.show_step()
+            self._offer_divergence()
         self.set_activity("")
         if branch.parent is not None or branch.intervention or branch.status is not RolloutStatus.ENDED:
             note = f"{branch.name}: {branch.status.label}"

@@ -249,9 +249,11 @@ class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = MODAL_CSS
     BINDINGS = [Binding("escape,question_mark,q", "close", "Close", id="help.close")]
 
-    def __init__(self, bindings: list[Binding]) -> None:
+    def __init__(self, bindings: list[Binding], legend=(), notes: list[str] | None = None) -> None:
         super().__init__(id="help-screen")
         self.bindings = bindings
+        self.legend = legend  # [(where, [(mark, meaning)])]
+        self.notes = notes or []
 
     def compose(self) -> ComposeResult:
         table = Table(box=None, expand=True, padding=(0, 1), show_header=True, header_style="bold")
@@ -260,17 +262,28 @@ class HelpScreen(ModalScreen[None]):
         table.add_column("id", style="dim", no_wrap=True)
         self.rows = [
             (" ".join(self.app.get_key_display(Binding(k.strip(), "")) for k in binding.key.split(",")),
-             binding.description, binding.id or "")
+             binding.tooltip or binding.description, binding.id or "")
             for binding in self.bindings
         ]
         self.rows.append(("ctrl+p", "Command palette: go to step, divergences, theme, export, layout",
                           "app.command-palette"))
         for row in self.rows:
             table.add_row(*row)
+        marks = Table(box=None, expand=True, padding=(0, 1), show_header=True, header_style="bold")
+        marks.add_column("mark", no_wrap=True)
+        marks.add_column("means")
+        self.marks = [(mark, f"{where}: {meaning}") for where, entries in self.legend for mark, meaning in entries]
+        for mark, meaning in self.marks:
+            marks.add_row(mark, meaning)
         with Vertical():
             yield Label("Keys", classes="modal-title")
             with VerticalScroll():
+                for note in self.notes:
+                    yield Label(Text(printable(note)), classes="modal-error")
                 yield Static(table)
+                if self.marks:
+                    yield Label("Marks", classes="modal-title")
+                    yield Static(marks)
             where = printable(str(keymap_path()))
             yield Label(Text(f"esc: close · remap keys by id in {where} (\"divergence.next\" = \"d,right\")"),
                         classes="modal-hint")

@@ -22,7 +22,7 @@ def token_meter(used: int, budget: int) -> str:
 
 class StatusBar(Static, can_focus=False):
     COMPONENT_CLASSES = {"status--label", "status--diverge", "status--match", "status--busy",
-                         "status--badge", "status--over"}
+                         "status--badge", "status--over", "status--end"}
 
     DEFAULT_CSS = """
     StatusBar { height: 2; background: $panel; color: $foreground; padding: 0 1; }
@@ -32,6 +32,7 @@ class StatusBar(Static, can_focus=False):
     StatusBar > .status--busy { color: $cwm-badge; text-style: bold; }
     StatusBar > .status--badge { color: $cwm-badge; text-style: bold; }
     StatusBar > .status--over { color: $cwm-diverge; text-style: bold reverse; }
+    StatusBar > .status--end { text-style: bold; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -51,11 +52,23 @@ class StatusBar(Static, can_focus=False):
         if branch is not None:
             first.append("step ", s("status--label"))
             first.append(f"{row}/{max(len(branch) - 1, 0)}", "bold")
+            truth_step, model_step = branch.step_numbers(row)
+            if (truth_step, model_step) != (row, row) and len(branch):  # the paths have parted
+                first.append(" (interpreter " + ("—" if truth_step is None else str(truth_step))
+                             + ", model " + ("—" if model_step is None else str(model_step)) + ")", s("status--label"))
             first.append(*sep)
             first.append("branch ", s("status--label"))
             first.append(printable(branch.name))
             if branch.badge:
                 first.append(printable(f" [{branch.badge}]"), s("status--badge"))
+            first.append(*sep)
+            # how each side ended, before the model's name: the ellipsis cuts the end of the line
+            first.append("ended: ", s("status--label"))
+            first.append(printable(branch.truth_ending()), s("status--end"))
+            first.append(" · ", s("status--label"))
+            model_end = branch.ending(short=True)
+            first.append(printable(f"model: {model_end}") if model_end else "model still writing",
+                         s("status--end") if model_end else s("status--busy"))
             first.append(*sep)
         first.append("model ", s("status--label"))
         first.append(printable(view.model_description or view.model_name or "none"))
@@ -78,10 +91,13 @@ class StatusBar(Static, can_focus=False):
             second.append(*sep)
             used, framed = branch.token_totals()
             budget = view.budget_of(branch)
+            limit = branch.token_limit if branch.token_limit is not None else budget
             second.append("tokens ", s("status--label"))
-            over = bool(budget) and used >= budget
-            second.append(token_meter(used, budget), s("status--over") if over else "")
-            second.append(f" {used:,}/{budget:,}" if budget else f" {used:,}")
+            over = bool(limit) and used >= limit
+            second.append(token_meter(used, limit), s("status--over") if over else "")
+            second.append(f" {used:,}/{limit:,}" if limit else f" {used:,}")
+            if limit and budget and limit < budget:  # the model's context, not the budget, is the limit
+                second.append(" (the model's context)", s("status--label"))
             if framed:
                 second.append(f" · {used / framed:.0f}/frame", s("status--label"))
             model = branch.model_at(row)

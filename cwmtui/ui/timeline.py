@@ -27,6 +27,9 @@ KIND_MARKS = {StepKind.STATE: "≠", StepKind.ACTION: "⇄", StepKind.EVENT: "�
               StepKind.FORMAT: "✗", StepKind.MISSING: "∅", StepKind.EXTRA: "+", StepKind.PENDING: "…",
               StepKind.UNCHECKED: "?"}
 VALUE_WIDTH = 28
+#: a model frame the user or the interpreter gave: forced (teacher forcing), edited, overridden
+ORIGIN_MARKS = {"forced": "F", "edited": "E", "overridden": "O"}
+FIRST_MARK = "●"  # the first divergence (in the interpreter's column; the model's shows its kind)
 
 
 def short(value: str, width: int = VALUE_WIDTH) -> str:
@@ -49,6 +52,8 @@ class Timeline(ScrollView, can_focus=False):
         "timeline--pending",
         "timeline--dim",
         "timeline--forced",
+        "timeline--end",
+        "timeline--first",
     }
 
     DEFAULT_CSS = """
@@ -68,6 +73,8 @@ class Timeline(ScrollView, can_focus=False):
     Timeline > .timeline--pending { color: $cwm-pending; text-style: italic; }
     Timeline > .timeline--dim { color: $cwm-dim; }
     Timeline > .timeline--forced { color: $cwm-badge; text-style: bold; }
+    Timeline > .timeline--end { color: $cwm-dim; text-style: bold; }
+    Timeline > .timeline--first { color: $cwm-diverge; text-style: bold reverse; }
     """
 
     class Selected(Message):
@@ -93,7 +100,7 @@ class Timeline(ScrollView, can_focus=False):
         self.update_size()
 
     def update_size(self) -> None:
-        rows = len(self.branch) if self.branch is not None else 0
+        rows = len(self.branch) + 1 if self.branch is not None else 0  # + the row that says how it ended
         self.virtual_size = Size(self.scrollable_content_region.width, rows)
         self.refresh()
 
@@ -142,18 +149,36 @@ class Timeline(ScrollView, can_focus=False):
         row = int(self.scroll_y) + y
         width = self.scrollable_content_region.width
         branch = self.branch
-        if branch is None or row >= len(branch) or width <= 0:
+        if branch is None or row > len(branch) or width <= 0:
             return Strip.blank(width, self.rich_style)
-        key = (row, width, row == self.cursor, branch.version, id(branch))
+        key = (row, width, row == self.cursor, branch.version, id(branch), branch.running)
         strip = self._cache.get(key)
         if strip is None:
             strip = self._render_row(row, width)
             self._cache[key] = strip
         return strip
 
+    def _render_end(self, width: int) -> Strip:
+        """The row after the last: how this side's trace ended (the model: or that it still runs)."""
+        branch = self.branch
+        assert branch is not None
+        style = self.get_component_rich_style
+        if self.side == "truth":
+            text = "■ " + branch.truth_ending()
+        elif branch.running:
+            text = "… " + (branch.waiting or "the model is still writing")
+        else:
+            text = "■ " + branch.ending()
+            if branch.status is RolloutStatus.CANCELLED:
+                text += " · r resumes"
+        segments = [Segment(printable(text)[:width], self.rich_style + style("timeline--end", partial=True))]
+        return Strip(segments).adjust_cell_length(width, self.rich_style)
+
     def _render_row(self, row: int, width: int) -> Strip:
         branch = self.branch
         assert branch is not None
+        if row == len(branch):
+            return self._render_end(width)
         base = self.rich_style
         style = self.get_component_rich_style
         kind = branch.kind(row)
@@ -177,21 +202,31 @@ class Timeline(ScrollView, can_focus=False):
         if kind.is_divergence or (kind is StepKind.PENDING and self.side == "model"):
             mark = KIND_MARKS.get(kind, "✗")
             mark_style = style("timeline--pending" if kind is StepKind.PENDING else "timeline--divergent", partial=True)
-        if self.side == "model" and frame is not None and frame.origin in ("forced", "edited", "overridden"):
-            mark = {"forced": "F", "edited": "E", "overridden": "O"}[frame.origin]
+        if self.side == "model" and frame is not None and frame.origin in ORIGIN_MARKS:
+            mark = ORIGIN_MARKS[frame.origin]
             mark_style = style("timeline--forced", partial=True)
+        first = branch.first_divergence
+        is_first = first is not None and first.step == row
+        if is_first and self.side == "truth":
+            mark, mark_style = FIRST_MARK, style("timeline--divergent", partial=True)
         add(mark, mark_style)
-        add(f"{row:>{step_width}} ", style("timeline--step", partial=True))
+        # each side's own step number (the row's, until the paths part)
+        truth_index, model_index = branch.step_numbers(row)
+        number = truth_index if self.side == "truth" else model_index
+        add(f"{'' if number is None else number:>{step_width}} ",
+            style("timeline--first" if is_first else "timeline--step", partial=True))
         rest = width - (1 + step_width + 1)
         if frame is None:
             if kind is StepKind.PENDING and not branch.running and branch.status is RolloutStatus.CANCELLED:
                 label = "(cancelled before this step)"
             elif kind is StepKind.PENDING:
                 label = branch.waiting or "(model still writing…)"
-            elif kind is StepKind.MISSING and self.side == "model":
-                label = "(model trace ended)"
+            elif self.side == "model" and kind is StepKind.MISSING:
+                label = f"(the model had stopped: {branch.ending(short=True)})"
             elif self.side == "model":
                 label = "(not on the model's path)"
+            elif row > branch.last_truth_row:
+                label = "(after the program's end)"
             else:
                 label = "(not on the real path)"
             add(label[:rest].ljust(rest), style("timeline--pending", partial=True))
