@@ -1,0 +1,177 @@
+"""#24, the debugger tells the whole truth: why each side stopped, the token limit that applies,
+each side's own step numbers, the first divergence's mark, and a footer that stays."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import Footer
+
+from cwmtui.interpreter import Limits, load_program
+from cwmtui.model import RolloutOptions
+from cwmtui.ui.app import CwmApp
+from cwmtui.ui.live import LiveSession
+from cwmtui.ui.timeline import FIRST_MARK
+
+from ..world_models import OracleBackend
+from .sessions import SAMPLES, strings_view
+from .test_interventions import live_app, main_done, wait_for
+
+SIZE = (120, 40)
+
+
+@pytest.fixture
+def strings(interpreter):
+    program = load_program(str(SAMPLES / "strings.py"))
+    return program, interpreter.trace(program)
+
+
+def rows(timeline) -> list[str]:
+    """What a timeline shows now, line by line."""
+    return [timeline.render_line(y).text for y in range(timeline.scrollable_content_region.height)]
+
+
+def footer_keys(app) -> dict[str, tuple[int, int]]:
+    """The footer's keys on screen: description (or key) -> (first column, last column + 1)."""
+    footer = app.screen.query_one(Footer)
+    return {key.description or key.key_display or key.key: (key.region.x, key.region.right)
+            for key in footer.query("FooterKey") if key.display and key.region.width}
+
+
+async def test_a_model_stopped_by_its_context_says_so_and_the_meter_counts_to_the_context(strings):
+    program, truth = strings
+    oracle = OracleBackend(program, truth.frames)
+    oracle.context_length = 1500  # the prompt and a few frames: far less than the 8,192 budget
+    app = live_app(program, oracle)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: main_done(app))
+        await pilot.press("G")
+        await pilot.pause()
+        screen = app.debugger
+        branch = app.view.branches[0]
+        model_rows, truth_rows = rows(screen.model_timeline), rows(screen.truth_timeline)
+        # the row after the last says how each side ended, in its own words
+        assert any("■ the program returned" in row for row in truth_rows)
+        end = next(row for row in model_rows if row.startswith("■"))
+        assert "context of 1500 tokens" in end
+        # a row the model never wrote names why, not "(model trace ended)"
+        assert any("(the model had stopped:" in row for row in model_rows)
+        status = screen.status_bar.plain
+        assert "ended: the program returned · model: " in status
+        limit = branch.token_limit
+        assert limit is not None and limit < 1500 - 100  # the context less the prompt
+        assert f"/{limit:,} (the model's context)" in status and "/8,192" not in status.split("\n")[1]
+
+
+async def test_a_program_that_ends_itself_says_how_and_the_model_running_on_is_a_divergence(tmp_path, interpreter):
+    path = tmp_path / "hard_exit.py"
+    path.write_text(
+        "import os\n\n\ndef f(n):  # << START_OF_TRACE\n    total = n + 1\n    os._exit(6)\n    return total\n\n\n"
+        "def main():\n    return f(2)\n"
+    )
+    program = load_program(str(path), call="f(2)")
+    truth = interpreter.trace(program)
+    assert truth.status.exit_code == 6
+    # the model believes the function returns: it writes past the program's end
+    from cwmtui.trace import Event, Frame
+
+    ran_on = Frame(Event.RETURN, "    return total\n", None, "3")
+    oracle = OracleBackend(program, [*truth.frames, ran_on])
+    app = live_app(program, oracle)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: main_done(app))
+        await pilot.press("G")
+        await pilot.pause()
+        screen = app.debugger
+        truth_rows = rows(screen.truth_timeline)
+        assert any("■ the program ended itself: os._exit(6)" in row for row in truth_rows)
+        assert any("(after the program's end)" in row for row in truth_rows)
+        status = screen.status_bar.plain
+        assert "the program ended itself: os._exit(6)" in status
+        assert "the traces agree" not in status and "first divergence step" in status
+
+
+async def test_the_interpreters_frame_limit_is_on_screen(strings):
+    program, _ = strings
+    live = LiveSession(program, None, RolloutOptions(), limits=Limits(frames=12))  # no model: the truth alone
+    app = CwmApp(opener=live.start)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.view is not None)
+        await pilot.press("G")
+        await pilot.pause()
+        screen = app.debugger
+        assert any("■ stopped by the frames limit" in row for row in rows(screen.truth_timeline))
+        assert "ended: stopped by the frames limit" in screen.status_bar.plain
+
+
+async def test_each_side_numbers_its_own_steps_once_the_paths_part(interpreter):
+    from .sessions import exception_view
+
+    view = exception_view(interpreter)  # the model returns where the program raised
+    app = CwmApp(view)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("G")
+        await pilot.pause()
+        screen = app.debugger
+        branch = view.branches[0]
+        parted = next(r for r in range(len(branch)) if branch.step_numbers(r) != (r, r))
+        screen.step = parted
+        await pilot.pause()
+        truth_step, model_step = branch.step_numbers(parted)
+        status = screen.status_bar.plain
+        shown = lambda n: "—" if n is None else str(n)  # noqa: E731
+        assert f"step {parted}/" in status and f"(interpreter {shown(truth_step)}, model {shown(model_step)})" in status
+
+
+async def test_the_first_divergence_has_its_own_mark_and_is_pointed_out(interpreter):
+    view = strings_view(interpreter)
+    first = view.branches[0].first_divergence.step
+    app = CwmApp(view)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        notes = [n.message for n in app._notifications]
+        assert any(f"first divergence at step {first}" in n and "f goes there" in n for n in notes)
+        assert app.debugger.step == 0  # offered, not forced: the selection stays the user's
+        await pilot.press("f")
+        await pilot.pause()
+        screen = app.debugger
+        assert screen.step == first
+        row = screen.truth_timeline.render_line(first - int(screen.truth_timeline.scroll_offset.y)).text
+        assert row.startswith(FIRST_MARK)
+        later = view.branches[0].next_divergence(first)
+        if later is not None:  # later red rows do not carry the mark
+            screen.step = later
+            await pilot.pause()
+            row = screen.truth_timeline.render_line(later - int(screen.truth_timeline.scroll_offset.y)).text
+            assert not row.startswith(FIRST_MARK)
+
+
+async def test_the_footer_survives_resizes_and_layout_toggles_and_fits_120_columns(strings):
+    program, truth = strings
+    app = live_app(program, OracleBackend(program, truth.frames))  # a live model: o, e, t shown too
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: main_done(app))
+        await pilot.pause()
+        keys = footer_keys(app)
+        for wanted in ("Help", "Quit", "Override", "Edit", "Force lines", "Go to", "Search", "Play", "Export", "Unfold"):
+            assert wanted in keys and keys[wanted][1] <= 120, (wanted, keys)
+        await pilot.resize_terminal(100, 30)
+        await pilot.pause(0.2)
+        assert "Quit" in footer_keys(app)
+        await app.toggle_layout()
+        await pilot.pause(0.2)
+        assert "Quit" in footer_keys(app) and "Override" in footer_keys(app)
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause(0.2)
+        assert "Quit" in footer_keys(app)
+
+
+async def test_a_remapped_key_keeps_its_place_in_the_footer(interpreter, tmp_path, monkeypatch):
+    keymap = tmp_path / "keymap.toml"
+    keymap.write_text('"play.toggle" = "space"\n')
+    monkeypatch.setenv("CWMTUI_KEYMAP", str(keymap))
+    app = CwmApp(strings_view(interpreter))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        keys = footer_keys(app)
+        assert "Play" in keys and keys["Play"][1] <= 120
+        assert keys["Search"][0] < keys["Play"][0] < keys["Export"][0]  # where it was, not at the end
