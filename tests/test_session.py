@@ -152,6 +152,43 @@ def test_cancelled_rollout_is_pending_not_divergent(strawberry):
     assert main.comparison.first_divergence is None
 
 
+@pytest.mark.parametrize("teacher", [False, True], ids=["main", "teacher-forced"])
+def test_a_cancelled_rollout_resumes_where_it_stopped_and_ends_as_an_uncancelled_one(strawberry, teacher):
+    mistakes = {26: wrong_line(LOOP_AGAIN), 30: wrong_value("count", "4")}
+    whole = session_with(strawberry, mistakes=mistakes)
+    expected = whole.teacher_forced() if teacher else whole.run_main()
+    session = session_with(strawberry, mistakes=mistakes)
+    stop = threading.Event()
+
+    def on_frame(branch, index, frame):
+        if index == 7:
+            stop.set()
+
+    branch = session.teacher_forced(on_frame=on_frame, cancel=stop) if teacher else session.run_main(on_frame=on_frame, cancel=stop)
+    assert branch.status == "cancelled" and len(branch.frames) < len(expected.frames)
+    resumed = session.resume(branch.name)
+    assert resumed is branch and (branch.status, branch.message) == (expected.status, expected.message)
+    assert [f.action for f in branch.frames] == [f.action for f in expected.frames]
+    assert [f.locals for f in branch.frames] == [f.locals for f in expected.frames]
+    assert branch.comparison.first_divergence.to_json() == expected.comparison.first_divergence.to_json()
+    with pytest.raises(SessionError, match="was not cancelled"):
+        session.resume(branch)
+
+
+def test_a_rollout_stopped_by_its_budget_says_why_and_what_it_could_write(strawberry, tmp_path):
+    program, truth = strawberry
+    backend = OracleBackend(program, truth.frames)
+    backend.context_length = 900
+    session = DebugSession(program, backend, truth=truth)
+    main = session.run_main()
+    assert main.token_limit == 900 - session.main.rollout.prompt_tokens  # the context, not the 8,192 budget
+    assert "context of 900 tokens" in main.message
+    path = tmp_path / "s.json"
+    session.save(path)
+    again = DebugSession.load(path).main
+    assert (again.message, again.token_limit) == (main.message, main.token_limit)
+
+
 def test_saved_session_reopens_offline_with_identical_comparisons(strawberry, tmp_path):
     program, truth = strawberry
     session = session_with(strawberry, mistakes={2: wrong_value("word", "'strawbery'"), 26: wrong_line(LOOP_AGAIN)})

@@ -10,6 +10,7 @@ from ..analysis.compare import Comparison
 from ..analysis.lens import Lens, byte_pieces, token_lens
 from ..analysis.recovery import recovery, score_forced, teacher_force
 from ..interpreter import Interpreter, Limits, Program
+from ..model.backend import is_cancelled
 from ..trace import Event, Frame, RolloutStatus, Status, Trace, tokens
 from ..trace.stored import StoredFrames
 from .branch import Branch, BranchState
@@ -297,7 +298,10 @@ class DebugSession:
                         settings=self._settings_now(), token_limit=self._token_limit(rollout))
         with self._lock:
             self.branches.append(branch)
+        return self._teach(branch, rollout, on_frame, cancel)
 
+    def _teach(self, branch: Branch, rollout, on_frame, cancel) -> Branch:
+        """Run (or go on with) a teacher-forced branch."""
         def forward(index: int, frame: Frame) -> None:
             frames = rollout.frames
             if isinstance(branch.frames, list) and len(branch.frames) >= index and branch.frames is not frames:
@@ -308,8 +312,26 @@ class DebugSession:
                 on_frame(branch, index, frame)
 
         teacher_force(rollout, self.truth.frames, forward, cancel, forced=branch.forced_steps)
+        if rollout.status is RolloutStatus.RUNNING and is_cancelled(cancel):
+            rollout.run(cancel=cancel)  # (writes nothing: it marks the rollout cancelled, to resume)
         self._refresh(branch)
         return branch
+
+    def resume(self, branch: Branch | str, on_frame: FrameCallback | None = None, cancel=None) -> Branch:
+        """Go on with a cancelled branch from where it stopped: the same rollout, its frames kept."""
+        self._need_model()
+        branch = self.branch(branch) if isinstance(branch, str) else branch
+        rollout = branch.rollout
+        if branch.status is not RolloutStatus.CANCELLED:
+            raise SessionError(f"branch {branch.name!r} was not cancelled: there is nothing to resume")
+        if rollout is None:
+            raise SessionError(f"branch {branch.name!r} was read from a file: its rollout cannot go on "
+                               "(override a step of it to grow a new one)")
+        branch.status = RolloutStatus.RUNNING
+        branch.message = ""
+        if branch.intervention is not None and branch.intervention.teacher_forced:
+            return self._teach(branch, rollout, on_frame, cancel)
+        return self._run(branch, rollout, on_frame, cancel)
 
     def remove(self, name: str) -> None:
         """Drop a branch and everything grown from it (not ``main``)."""

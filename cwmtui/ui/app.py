@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable
 
+from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
@@ -24,6 +25,7 @@ from .branch_view import BranchView, SessionView
 from .commands import StepCommands
 from .debugger import DebuggerScreen
 from .messages import ExportDone
+from .screens import TypeAhead
 from .keymap import load_keymap
 from .themes import DEFAULT_THEME, VARIABLE_DEFAULTS, ThemeError, ThemeFile, load_theme, theme_names
 
@@ -69,6 +71,22 @@ class CwmApp(App):
         for binding in self.bindings_as_bound():  # an intervention key where it is hidden: say why
             if binding.action in INTERVENTIONS:
                 self._bindings.bind(binding.key, f"explain_intervention({binding.action!r})", show=False)
+
+    async def on_event(self, event: events.Event) -> None:
+        # Keys typed right after a dialog's key go to the dialog (see screens.TypeAhead): those
+        # that arrive before it is built wait for it; those the screen below was given while the
+        # dialog's key ran (they come back up unhandled) are sent on to the dialog.
+        if isinstance(event, events.Key):
+            screen = self.screen
+            if not event.is_forwarded:
+                event._cwm_screen = screen  # type: ignore[attr-defined]  # where it was sent
+                if isinstance(screen, TypeAhead) and screen.hold(event):
+                    return
+            elif isinstance(screen, TypeAhead) and getattr(event, "_cwm_screen", screen) is not screen:
+                if not screen.hold(event):
+                    self.post_message(events.Key(event.key, event.character))
+                return
+        await super().on_event(event)
 
     # -- themes -------------------------------------------------------------------------------
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
@@ -184,6 +202,12 @@ class CwmApp(App):
             self.notify("this session has no live model", severity="warning")
             return
         self.live.override(branch, step, action=action, locals_=locals_, label=label)
+
+    def start_resume(self, branch: BranchView) -> None:
+        if self.live is None:
+            self.notify("this session has no live model", severity="warning")
+            return
+        self.live.resume_branch(branch)
 
     def start_teacher_forced(self) -> None:
         if self.live is None:

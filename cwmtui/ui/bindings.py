@@ -47,6 +47,7 @@ BINDINGS = [
     Binding("plus,equals_sign", "speed(1)", "Faster", id="play.faster", show=False, key_display="+", group=_SPEED),
     Binding("minus", "speed(-1)", "Slower", id="play.slower", show=False, key_display="-", group=_SPEED),
     Binding("z", "fold", "Unfold", id="state.fold", tooltip='Unfold long values in the state panel (again: fold)'),
+    Binding("r", "resume", "Resume", id="work.resume", tooltip="Resume the cancelled rollout on show, from where it stopped"),
     Binding("escape", "cancel", "Cancel", id="work.cancel", tooltip='Cancel what the model is writing', show=False, key_display="esc"),
 ]
 #: the actions that start a branch (what they are called in a sentence): shown only where a

@@ -214,7 +214,7 @@ class BranchView:
             written = len(self.frames)
             return f"cancelled after {written} step{'s' if written != 1 else ''}"
         if status is RolloutStatus.ENDED:
-            return "the model wrote end of text"
+            return "wrote end of text" if short else "the model wrote end of text"
         message = self.state.message
         return message if message and not short else status.label
 
@@ -255,6 +255,11 @@ class BranchView:
     def update(self, state: BranchState) -> None:
         """The worker's newer state of this running branch."""
         self._adopt(state)
+
+    def resume(self) -> None:
+        """A cancelled branch goes on (its worker sends newer states again)."""
+        self.running = True
+        self.version += 1
 
     def finish(self, state: BranchState) -> None:
         """The branch has stopped: its last state."""

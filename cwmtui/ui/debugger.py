@@ -446,10 +446,16 @@ class DebuggerScreen(Screen):
             else:
                 self.notify(f"{what} needs a live model: {why}", severity="warning", timeout=6)
             return False
-        if self._work_cancel is not None:
-            self.notify("the model is still writing: wait, or press esc to cancel it", severity="warning", timeout=4)
-            return False
         return True
+
+    def _make_room(self, what: str) -> None:
+        """The model is writing and the user asked for more: stop it (r resumes it later); the
+        new job waits for it to stop (the live session runs one at a time)."""
+        if self._work_cancel is not None:
+            self._work_cancel()
+            self._work_cancel = None
+            self.set_activity("cancelling the rollout that was running…")
+            self.notify(f"the rollout that was running is cancelled for {what} (r resumes it)", timeout=4)
 
     def _entry_step(self, branch: BranchView, row: int) -> bool:
         if branch.model_index_at(row) == 0:
@@ -472,6 +478,7 @@ class DebuggerScreen(Screen):
 
         def chosen(choice: OverrideChoice | None) -> None:
             if choice is not None:
+                self._make_room("the override")
                 self.cwm.start_override(branch, row, action=choice.action, label=choice.label)
 
         self.app.push_screen(
@@ -495,6 +502,7 @@ class DebuggerScreen(Screen):
 
         def edited(values: dict | None) -> None:
             if values is not None:
+                self._make_room("the edited state")
                 self.cwm.start_override(branch, row, locals_=values, label="edited state")
 
         self.app.push_screen(EditLocalsScreen(row, frame.locals), edited)
@@ -502,7 +510,15 @@ class DebuggerScreen(Screen):
     def action_teacher_forced(self) -> None:
         if not self._can_intervene(INTERVENTIONS["teacher_forced"]):
             return
+        self._make_room("the teacher-forced rollout")
         self.cwm.start_teacher_forced()
+
+    def action_resume(self) -> None:
+        branch = self.branch
+        if branch is None or not self._can_intervene("resuming"):
+            return
+        self._make_room(f"resuming {branch.name}")
+        self.cwm.start_resume(branch)
 
     def action_cancel(self) -> None:
         if self.playing:
@@ -533,6 +549,11 @@ class DebuggerScreen(Screen):
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action == "triage":
             return True if self.cwm.triage is not None else False  # only for a file of many programs
+        if action == "resume":  # a cancelled rollout this session can go on with
+            branch = self.branch
+            return bool(branch is not None and not branch.running and branch.status is RolloutStatus.CANCELLED
+                        and self.view is not None and self.view.can_generate
+                        and branch.source is not None and branch.source.live)
         if action in INTERVENTIONS:  # hidden (footer, ?, palette) where nothing can run them
             view = self.view
             return view is not None and view.can_generate
@@ -573,6 +594,9 @@ class DebuggerScreen(Screen):
             view.branches[0] = message.branch
         elif message.branch not in view.branches:
             view.branches.append(message.branch)
+        elif not message.branch.running:  # a cancelled branch resumed
+            message.branch.resume()
+            self.refresh_bindings()
         if message.select:
             self.branch_index = view.branches.index(message.branch)
             self.show_view()
@@ -629,6 +653,7 @@ class DebuggerScreen(Screen):
         branch = message.branch
         branch.finish(message.state)
         self._work_cancel = None
+        self.refresh_bindings()  # r (resume) where it was cancelled
         if branch is self.branch:
             self.query_one("#truth", Timeline).show_branch(branch)
             self.query_one("#model", Timeline).show_branch(branch)

@@ -57,6 +57,7 @@ class LiveSession:
         self._lock = threading.Lock()
         self._cancel: threading.Event | None = None
         self._jobs: list[threading.Event] = []  # every job's cancel event (quitting sets them all)
+        self._one_at_a_time = threading.Lock()  # a job waits for the one it cancelled to stop
 
     @classmethod
     def resume(cls, session, open_model: ModelOpener, origin: str = "") -> "LiveSession":
@@ -88,7 +89,8 @@ class LiveSession:
 
         def run() -> None:
             try:
-                work(cancel)
+                with self._one_at_a_time:  # the model runs one rollout at a time
+                    work(cancel)
             except Exception as exc:  # noqa: BLE001 - a worker failing is shown, never a crash
                 self._post(WorkFailed(f"{name} failed", _one_line(exc), fatal=self.view is None))
             finally:
@@ -302,6 +304,22 @@ class LiveSession:
             self._finished(child)
 
         self._job(work, "override")
+
+    def resume_branch(self, branch: BranchView) -> None:
+        """Go on with a cancelled branch (the same view: it runs again)."""
+        source = branch.source
+        if self.session is None or source is None:
+            return
+
+        def work(cancel: threading.Event) -> None:
+            self._post(Activity(f"{branch.name}: resuming… · esc cancels"))
+            with self._lock:
+                self._next_update[id(source)] = time.monotonic() + UPDATE_EVERY
+            self.session.resume(source, on_frame=self._on_frame, cancel=cancel)
+            self._finished(source)
+
+        self._post(BranchStarted(branch, select=True))  # (its handler marks the view running again)
+        self._job(work, "resume")
 
     def teacher_forced(self) -> None:
         if self.session is None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from rich.table import Table
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -34,7 +34,28 @@ ModalScreen OptionList { height: auto; max-height: 16; text-wrap: nowrap; text-o
 """
 
 
-class PromptScreen(ModalScreen[str | None]):
+class TypeAhead:
+    """A dialog that keeps the keys typed before it could take them. A terminal sends ``:12⏎``
+    at once: the keys after ``:`` arrive while the dialog is still being built, when Textual
+    would give them to no one. The app hands them here (:meth:`hold`), and the dialog sends
+    them on, in order, once its field has focus (:meth:`release`, from its ``on_mount``)."""
+
+    held: list[events.Key] | None = None  # None: ready, keys go where they always go
+
+    def hold(self, event: events.Key) -> bool:
+        """Keep a key that came before the dialog was ready (True: kept)."""
+        if self.held is None:
+            return False
+        self.held.append(events.Key(event.key, event.character))
+        return True
+
+    def release(self, app) -> None:
+        held, self.held = self.held or [], None
+        for key in held:  # after the focus change queued before them: they reach the field
+            app.post_message(key)
+
+
+class PromptScreen(TypeAhead, ModalScreen[str | None]):
     """One line of input: the step to go to, or the text to search for."""
 
     SCOPED_CSS = False  # MODAL_CSS styles every modal alike
@@ -49,6 +70,7 @@ class PromptScreen(ModalScreen[str | None]):
         self.value = value
         self.placeholder = placeholder
         self.check = check  # str -> error message or None
+        self.held = []
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -58,6 +80,7 @@ class PromptScreen(ModalScreen[str | None]):
 
     def on_mount(self) -> None:
         self.query_one(Input).focus()
+        self.release(self.app)
 
     @on(Input.Submitted)
     def submitted(self, event: Input.Submitted) -> None:
@@ -114,7 +137,7 @@ class OverrideChoice:
     label: str  # how the choice reads in the branch's description
 
 
-class OverrideScreen(ModalScreen[OverrideChoice | None]):
+class OverrideScreen(TypeAhead, ModalScreen[OverrideChoice | None]):
     """Choose the line the model should run at a step: the real one, any line, or a typed one."""
 
     SCOPED_CSS = False
@@ -127,6 +150,7 @@ class OverrideScreen(ModalScreen[OverrideChoice | None]):
         self.source_lines = source_lines(source)
         self.truth = truth
         self.model = model
+        self.held = []
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -149,6 +173,7 @@ class OverrideScreen(ModalScreen[OverrideChoice | None]):
 
     def on_mount(self) -> None:
         self.query_one(OptionList).focus()
+        self.release(self.app)
 
     @on(OptionList.OptionSelected)
     def chosen(self, event: OptionList.OptionSelected) -> None:
@@ -177,7 +202,7 @@ class OverrideScreen(ModalScreen[OverrideChoice | None]):
         self.dismiss(None)
 
 
-class EditLocalsScreen(ModalScreen[dict | None]):
+class EditLocalsScreen(TypeAhead, ModalScreen[dict | None]):
     """Edit the locals (reprs) the model continues from at a step."""
 
     SCOPED_CSS = False
@@ -194,6 +219,7 @@ class EditLocalsScreen(ModalScreen[dict | None]):
         super().__init__(id="edit-screen")
         self.step = step
         self.values = dict(locals_)
+        self.held = []
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -209,6 +235,7 @@ class EditLocalsScreen(ModalScreen[dict | None]):
         inputs = self.query(Input)
         if inputs:
             inputs.first().focus()
+        self.release(self.app)
 
     def edited(self) -> dict[str, str]:
         """The values as edited; a field left as shown keeps its value exactly (a value whose

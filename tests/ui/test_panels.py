@@ -93,6 +93,7 @@ async def test_help_lists_every_binding_with_its_id(strings):
         assert all(ids) and len(set(ids)) == len(ids)
         shown = {row[2]: row for row in app.screen.rows}
         hidden = {"triage.list",  # only with a replay file of many programs
+                  "work.resume",  # only on a cancelled rollout
                   "intervene.override", "intervene.edit", "intervene.teacher-forced"}  # only with a live model
         for binding in BINDINGS:
             if binding.id in hidden:

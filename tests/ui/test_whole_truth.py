@@ -175,3 +175,62 @@ async def test_a_remapped_key_keeps_its_place_in_the_footer(interpreter, tmp_pat
         keys = footer_keys(app)
         assert "Play" in keys and keys["Play"][1] <= 120
         assert keys["Search"][0] < keys["Play"][0] < keys["Export"][0]  # where it was, not at the end
+
+
+def burst(app, *keys: str) -> None:
+    """Keys as a terminal sends them when typed fast or pasted: all at once, nothing awaited."""
+    from textual import events
+
+    names = {":": "colon", "/": "slash", "\r": "enter"}
+    for char in keys:
+        app.post_message(events.Key(names.get(char, char), char))
+
+
+async def test_keys_typed_right_after_a_dialog_key_reach_the_dialog(interpreter):
+    view = strings_view(interpreter)
+    app = CwmApp(view)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        burst(app, ":", "1", "2", "\r")
+        await pilot.pause(0.5)
+        assert app.screen is app.debugger and app.debugger.step == 12
+        burst(app, "/", "r", "u", "o", "\r")
+        await pilot.pause(0.5)
+        assert app.screen is app.debugger and app.debugger.last_search == "ruo"
+        assert app.debugger.step == view.branches[0].search("ruo", 12)
+
+
+async def test_o_while_the_model_writes_cancels_it_and_esc_then_r_resumes(strings):
+    from cwmtui.ui.screens import OverrideScreen
+
+    from .test_interventions import GatedOracle
+
+    program, truth = strings
+    oracle = GatedOracle(program, truth.frames, hold=5)
+    app = live_app(program, oracle)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.view is not None and not app.view.branches[0].placeholder)
+        main = app.view.branches[0]
+        assert main.running
+        await pilot.press("j", "o")  # was refused ("wait, or press esc"): the dialog opens
+        await wait_for(pilot, lambda: isinstance(app.screen, OverrideScreen))
+        assert main.running  # the model writes on while the user chooses
+        await pilot.press("enter")  # the real line: the running rollout stops, the override runs
+        await wait_for(pilot, lambda: not main.running)
+        oracle.gate.set()  # (the oracle holds every call after the fifth until now)
+        await wait_for(pilot, lambda: len(app.view.branches) == 2 and not app.view.branches[1].running)
+        assert main.status == "cancelled" and app.view.branches[1].name == "main/1"
+        assert any("cancelled for the override" in n.message for n in app._notifications)
+        await pilot.press("[")  # back to main, cancelled: it says so, and how to go on
+        await pilot.pause()
+        screen = app.debugger
+        assert screen.branch is main
+        await pilot.press("G")
+        await pilot.pause()
+        assert "r resumes" in "\n".join(rows(screen.model_timeline))
+        assert "cancelled after" in screen.status_bar.plain
+        written = len(main.frames)
+        await pilot.press("r")
+        await wait_for(pilot, lambda: main_done(app) and main.status != "cancelled")
+        assert main.status == "ended" and len(main.frames) == len(truth.frames) > written
+        assert main.first_divergence is None and "none: the traces agree" in screen.status_bar.plain
