@@ -189,6 +189,19 @@ def test_a_rollout_stopped_by_its_budget_says_why_and_what_it_could_write(strawb
     assert (again.message, again.token_limit) == (main.message, main.token_limit)
 
 
+def test_the_lens_splits_a_differing_value_with_the_tokenizer_on_a_row_where_the_paths_part(strawberry):
+    """#24: the lens said "no tokenizer here" on a row the comparison does not compare by name
+    (an action divergence), and "the model's tokenizer" on another branch at the same step."""
+    session = session_with(strawberry, mistakes={26: both(wrong_line(LOOP_AGAIN), wrong_value("s", "'strawbery'"))})
+    main = session.run_main()
+    row = main.comparison.steps[26]
+    assert row.kind is StepKind.ACTION and row.variables == []
+    lens = session.lens(main, 26, "s")
+    assert lens is not None and lens.changed_pieces == (1, 0)
+    assert [p.text for p in lens.expected][0] == "'"  # the JSON string's quote is not a piece
+    assert session.lens(main, 26, "letter") is None  # the same value on both sides: nothing to split
+
+
 def test_saved_session_reopens_offline_with_identical_comparisons(strawberry, tmp_path):
     program, truth = strawberry
     session = session_with(strawberry, mistakes={2: wrong_value("word", "'strawbery'"), 26: wrong_line(LOOP_AGAIN)})

@@ -66,15 +66,16 @@ class Lens:
 
 
 def value_pieces(value: str, pieces: Pieces, in_locals: bool = True) -> tuple[str, list[str]]:
-    """The trace text of a value and its token pieces (those that overlap the value)."""
+    """The trace text of a value and its token pieces: those that overlap the value itself, inside
+    the JSON string's quotes (a piece that is only a quote is the format's, not the value's)."""
     encoded = json.dumps(value)
-    if not in_locals:
-        return encoded, list(pieces(encoded))
-    whole = _PREFIX + encoded + _SUFFIX
+    whole, start = (_PREFIX + encoded + _SUFFIX, len(_PREFIX)) if in_locals else (encoded, 0)
     split = list(pieces(whole))
     if "".join(split) != whole:  # a tokenizer whose pieces do not concatenate back: no context
-        return encoded, list(pieces(encoded))
-    start, end = len(_PREFIX), len(_PREFIX) + len(encoded)
+        whole, start, split = encoded, 0, list(pieces(encoded))
+        if "".join(split) != whole:
+            return encoded, split
+    start, end = start + 1, start + len(encoded) - 1
     kept: list[str] = []
     offset = 0
     for piece in split:

@@ -362,18 +362,24 @@ class DebugSession:
         if not 0 <= row < len(comparison.steps):
             return None
         step = comparison.steps[row]
-        candidates = [v for v in step.variables if variable is None or v.name == variable]
+        candidates = [(v.name, v.expected, v.predicted) for v in step.variables if variable is None or v.name == variable]
+        if not candidates and variable is not None:
+            # a row the comparison does not compare by name (the paths part there): the values
+            # as each side has them, so every branch's lens at a step is the same kind of lens
+            values = [_value_of(frame, variable) for frame in (step.truth, step.model)]
+            if None not in values and values[0] != values[1]:
+                candidates = [(variable, values[0], values[1])]
         if not candidates:
             return None
-        diff = candidates[0]
+        name, expected, predicted = candidates[0]
         stored = branch.lens
-        if stored is not None and stored.get("step") == row and stored.get("variable") == diff.name:
+        if stored is not None and stored.get("step") == row and stored.get("variable") == name:
             return stored["lens"]
         pieces = self._pieces()
         if pieces is None:
             return None
-        in_locals = diff.name not in ("return", "raise")
-        return token_lens(diff.expected, diff.predicted, pieces, in_locals=in_locals)
+        in_locals = name not in ("return", "raise")
+        return token_lens(expected, predicted, pieces, in_locals=in_locals)
 
     def _pieces(self):
         if self.backend is not None and hasattr(self.backend, "token_pieces"):
@@ -422,3 +428,12 @@ def _default_options():
     from ..model.rollout import RolloutOptions
 
     return RolloutOptions()
+
+
+def _value_of(frame: Frame | None, name: str) -> str | None:
+    """A variable's value in a frame (``return``/``raise``: its value), or None."""
+    if frame is None:
+        return None
+    if name in ("return", "raise"):
+        return frame.arg
+    return (frame.locals or {}).get(name)

@@ -65,6 +65,19 @@ class SourceMap:
                 )
                 self._collect(const)
 
+    def action_lines(self) -> list[int]:
+        """The lines a trace can show as an action: those of the program's functions, lambdas,
+        comprehensions and class bodies that hold code, and where each starts (its ``def``). A
+        docstring, a comment or a line inside a multi-line string is none (all lines of a
+        program that does not compile)."""
+        if not self.scopes:
+            return [n for n, line in enumerate(self.lines, start=1) if line.strip()]
+        numbers: set[int] = set()
+        for scope in self.scopes:
+            numbers |= scope.lines
+            numbers.add(scope.firstlineno)
+        return sorted(n for n in numbers if 1 <= n <= len(self.lines) and self.lines[n - 1].strip())
+
     def line(self, lineno: int) -> str:
         """The physical source line ``lineno`` (1-based) with its newline, or ``""``."""
         if 1 <= lineno <= len(self.lines):

@@ -48,7 +48,11 @@ BINDINGS = [
     Binding("minus", "speed(-1)", "Slower", id="play.slower", show=False, key_display="-", group=_SPEED),
     Binding("z", "fold", "Unfold", id="state.fold", tooltip='Unfold long values in the state panel (again: fold)'),
     Binding("r", "resume", "Resume", id="work.resume", tooltip="Resume the cancelled rollout on show, from where it stopped"),
-    Binding("escape", "cancel", "Cancel", id="work.cancel", tooltip='Cancel what the model is writing', show=False, key_display="esc"),
+    Binding("tab", "focus_pane(1)", "Next pane", id="focus.next", show=False,
+            tooltip="Focus the next pane (source, state, output): ↑↓ pgup pgdn scroll it, esc goes back to the steps"),
+    Binding("shift+tab", "focus_pane(-1)", "Previous pane", id="focus.previous", show=False,
+            tooltip="Focus the previous pane"),
+    Binding("escape", "cancel", "Cancel", id="work.cancel", tooltip="Back to the steps from a pane; or stop playing; or cancel what the model is writing", show=False, key_display="esc"),
 ]
 #: the actions that start a branch (what they are called in a sentence): shown only where a
 #: live model can run them; elsewhere their keys say why not (the app's fallback bindings)

@@ -10,6 +10,7 @@ Rows are drawn on demand, so a 100,000-step session stays instant.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -64,6 +65,17 @@ def describe_divergence(divergence: Divergence | None) -> str:
         names = divergence.variables
         text += ": " + ", ".join(names[:3]) + (f" +{len(names) - 3}" if len(names) > 3 else "")
     return text
+
+
+_EXCEPTION = re.compile(r"^\(<class '[\w.]+'>, (?P<error>.*), <traceback object>\)$", re.DOTALL)
+
+
+def readable_exception(value: str) -> str:
+    """An exception frame's value as people read it: ``ValueError("invalid literal…")`` for the
+    trace's ``(<class 'ValueError'>, ValueError("invalid literal…"), <traceback object>)``; any
+    other text as it is."""
+    match = _EXCEPTION.match(value)
+    return match.group("error") if match else value
 
 
 def truth_ending(status: TraceStatus) -> str:

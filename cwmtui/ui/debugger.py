@@ -62,6 +62,7 @@ class DebuggerScreen(Screen):
     """The side-by-side view of a session, its bindings and its state."""
 
     BINDINGS = BINDINGS
+    AUTO_FOCUS = ""  # nothing: the keys move through the steps until tab focuses a pane
 
     DEFAULT_CSS = """
     DebuggerScreen { layout: vertical; }
@@ -81,7 +82,10 @@ class DebuggerScreen(Screen):
     DebuggerScreen.-stacked #source { width: 1fr; }
     DebuggerScreen.-stacked #state { width: 1fr; }
     DebuggerScreen.-stacked #output { width: 26%; }
-    DebuggerScreen.-stacked.-narrow #output { display: none; }
+    DebuggerScreen.-stacked.-narrow #details { layout: grid; grid-size: 2 2; grid-columns: 1fr 1fr; grid-rows: 2fr 1fr; }
+    DebuggerScreen.-stacked.-narrow #source { row-span: 2; }
+    DebuggerScreen.-stacked.-narrow #state { height: 1fr; }
+    DebuggerScreen.-stacked.-narrow #output { width: 1fr; height: 1fr; }
     DebuggerScreen.-tight .pane { border: none; border-top: solid $panel-lighten-2; }
     DebuggerScreen.-tight #truth { border: none; border-top: solid $cwm-truth; }
     DebuggerScreen.-tight #model { border: none; border-top: solid $cwm-model; border-left: vkey $panel-lighten-2; }
@@ -96,8 +100,11 @@ class DebuggerScreen(Screen):
 
     def __init__(self, layout: str = "auto", bindings: list[Binding] | None = None) -> None:
         super().__init__(id="debugger")
-        if bindings is not None:  # the table with the user's keymap applied
-            self._bindings = BindingsMap(bindings)
+        if bindings is not None:  # the table with the user's keymap applied (and Screen's own, e.g. copy)
+            ours = {key.strip() for binding in bindings for key in binding.key.split(",")}
+            inherited = [b for b in Screen.BINDINGS if isinstance(b, Binding)
+                         and not ours & {key.strip() for key in b.key.split(",")}]
+            self._bindings = BindingsMap([*inherited, *bindings])
         self.layout_choice = layout  # "auto" | "columns" | "stacked"
         self.layout_mode = "stacked"
         self.activity = ""
@@ -263,6 +270,10 @@ class DebuggerScreen(Screen):
         playing = ""
         if self.playing:
             playing = f"▶ playing {PLAY_SPEEDS[self.play_speed]} steps/s (p stops, +/- speed)"
+        focused = self.focused
+        if focused is not None and focused in self._panes():
+            name = {"source": "the source", "state": "the state", "output": "the output"}.get(focused.id or "", "a pane")
+            playing = " · ".join(t for t in (playing, f"reading {name}: ↑↓ pgup pgdn scroll · tab next · esc back to the steps") if t)
         self.status_bar.show(self.view, self.branch, self.step, self.activity, playing)
 
     def watch_step(self, old: int, new: int) -> None:
@@ -520,7 +531,27 @@ class DebuggerScreen(Screen):
         self._make_room(f"resuming {branch.name}")
         self.cwm.start_resume(branch)
 
+    def _panes(self) -> list:
+        return [pane for pane in (self.source_pane, self.state_panel, self.output_panel) if pane.display]
+
+    def action_focus_pane(self, direction: int) -> None:
+        """Tab: the next pane (then back to the steps), to read or scroll it from the keyboard."""
+        panes = self._panes()
+        stops = [None, *panes]
+        at = stops.index(self.focused) if self.focused in stops else 0
+        target = stops[(at + direction) % len(stops)]
+        self.set_focus(target)
+
+    def on_descendant_focus(self) -> None:
+        self.update_status()
+
+    def on_descendant_blur(self) -> None:
+        self.call_after_refresh(self.update_status)
+
     def action_cancel(self) -> None:
+        if self.focused in self._panes():  # reading a pane: back to the steps
+            self.set_focus(None)
+            return
         if self.playing:
             self.stop_playing("stopped")
             return

@@ -25,7 +25,7 @@ def _terminal_safe(line: list[Segment], width: int) -> Strip:
     return Strip(safe).crop(0, width)
 
 
-class RenderedPanel(ScrollView, can_focus=False):
+class RenderedPanel(ScrollView, can_focus=True):  # tab focuses it: ↑↓ pgup pgdn scroll it
     DEFAULT_CSS = """
     RenderedPanel { overflow-x: hidden; overflow-y: auto; scrollbar-size-vertical: 1; scrollbar-gutter: stable; }
     """

@@ -16,7 +16,7 @@ from textual.widgets.option_list import Option
 
 from ..terminal import printable, printable_block
 from ..trace import Frame
-from ..trace.source import source_lines
+from ..trace.source import SourceMap, source_lines
 from ..trace.tokens import strip_marker
 from .keymap import keymap_path
 
@@ -30,7 +30,7 @@ ModalScreen .modal-title { text-style: bold; color: $primary; width: 1fr; }
 ModalScreen .modal-hint { color: $text-muted; width: 1fr; }
 ModalScreen .modal-error { color: $error; width: 1fr; }
 ModalScreen Input { margin: 0 0; }
-ModalScreen OptionList { height: auto; max-height: 16; text-wrap: nowrap; text-overflow: ellipsis; }
+ModalScreen OptionList { height: auto; max-height: 50vh; text-wrap: nowrap; text-overflow: ellipsis; }
 """
 
 
@@ -147,6 +147,7 @@ class OverrideScreen(TypeAhead, ModalScreen[OverrideChoice | None]):
     def __init__(self, step: int, source: str, truth: Frame | None, model: Frame | None) -> None:
         super().__init__(id="override-screen")
         self.step = step
+        self.source = source
         self.source_lines = source_lines(source)
         self.truth = truth
         self.model = model
@@ -163,10 +164,10 @@ class OverrideScreen(TypeAhead, ModalScreen[OverrideChoice | None]):
                                      printable(strip_marker(self.truth.action).rstrip("\n")))
                 real.no_wrap, real.overflow = True, "ellipsis"
                 options.append(Option(real, id="real"))
-            for number, line in enumerate(self.source_lines, start=1):
-                if line.strip():
-                    prompt = Text(f"line {number:>3} │ {printable(strip_marker(line).rstrip())}", no_wrap=True, overflow="ellipsis")
-                    options.append(Option(prompt, id=f"line-{number}"))
+            for number in SourceMap(self.source).action_lines():  # no docstring or comment lines
+                line = self.source_lines[number - 1]
+                prompt = Text(f"line {number:>3} │ {printable(strip_marker(line).rstrip())}", no_wrap=True, overflow="ellipsis")
+                options.append(Option(prompt, id=f"line-{number}"))
             yield OptionList(*options, id="override-options")
             yield Input(placeholder="…or type a line (keep its indentation) and press enter", id="override-typed")
             yield Label("enter: run the model from here with this line · esc: cancel", classes="modal-hint")

@@ -52,7 +52,7 @@ def highlight(source: str) -> list[list[tuple[str, str | None]]]:
     return lines
 
 
-class SourcePane(ScrollView, can_focus=False):
+class SourcePane(ScrollView, can_focus=True):  # tab focuses it: the arrows scroll it
     COMPONENT_CLASSES = {
         "source--keyword", "source--string", "source--number", "source--comment",
         "source--function", "source--builtin", "source--operator",

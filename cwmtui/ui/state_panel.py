@@ -13,7 +13,7 @@ from textual.events import Click
 
 from ..analysis.lens import Lens, byte_pieces, token_lens
 from ..terminal import printable
-from .branch_view import KIND_NAMES, BranchView, VariableRow
+from .branch_view import KIND_NAMES, BranchView, VariableRow, readable_exception
 from .messages import LensWanted
 from .rendered_panel import RenderedPanel
 
@@ -24,20 +24,33 @@ LENS_LIMIT = 3  # token lenses shown at once (the first differing string values)
 UNFOLDED_LINES = 120
 
 
-def _cells(value: str | None, width: int, expanded: bool) -> list[str]:
-    """A value in a column ``width`` wide: one line cut with "…", or (expanded) wrapped."""
+def _cell(value: str | None, width: int) -> str:
+    """A value in a column ``width`` wide, on one line (cut with "…")."""
     if value is None:
-        return ["—"]
+        return "—"
     value = printable(value)  # an ESC or tab the model wrote is shown, not sent to the terminal
-    if len(value) <= width:
-        return [value]
-    if not expanded:
-        return [value[: width - 1] + "…"]
-    shown = UNFOLDED_LINES * width  # a key press draws a few screens of a value, never all of a huge one
-    lines = [value[i : i + width] for i in range(0, min(len(value), shown), width)]
-    if len(value) > shown:
-        more = len(value) - shown + width
-        lines[-1] = next(t for t in (f"… {more:,} more characters", f"… +{more:,} chars", f"…+{more:,}", "…") if len(t) <= width)
+    return value if len(value) <= width else value[: width - 1] + "…"
+
+
+def wrap_value(value: str, width: int) -> list[str]:
+    """A long value unfolded over lines ``width`` wide, broken after a comma or a space where
+    one is near the end of a line (a repr's items stay whole), else where the line is full; at
+    most UNFOLDED_LINES lines (a key press never draws all of a huge value)."""
+    value = printable(value)
+    width = max(width, 8)
+    lines: list[str] = []
+    start = 0
+    while start < len(value) and len(lines) < UNFOLDED_LINES:
+        end = min(start + width, len(value))
+        if end < len(value):
+            cut = max(value.rfind(", ", start, end - 1) + 2, value.rfind(" ", start, end) + 1)
+            if cut > start + width // 2:
+                end = cut
+        lines.append(value[start:end])
+        start = end
+    if start < len(value):
+        more = len(value) - start
+        lines[-1] = f"… {more:,} more characters"[:width]
     return lines
 
 
@@ -132,22 +145,34 @@ class StatePanel(RenderedPanel):
         line = self._table_top
         for var in rows:
             expanded = self.expanded_all or var.name in self.expanded
-            expected = _cells(var.expected, value_width, expanded)
-            predicted = ["…"] if var.pending else _cells(var.predicted, value_width, expanded)
-            height = max(len(expected), len(predicted))
+            shown_expected, shown_predicted = var.expected, var.predicted
+            if var.name == "(raise)":  # the exception, not the (type, value, traceback) tuple
+                shown_expected = readable_exception(var.expected) if var.expected is not None else None
+                shown_predicted = readable_exception(var.predicted) if var.predicted is not None else None
+            expected = _cell(shown_expected, value_width)
+            predicted = "…" if var.pending else _cell(shown_predicted, value_width)
             name = printable(var.name) + (" *" if var.changed else "")
             if len(name) > name_width:
                 name = name[: name_width - 1] + "…"
             differs = var.differs and not var.absent
-            for i in range(height):
-                text.append((name if i == 0 else "").ljust(name_width) + " ",
-                            style("state--changed") if var.changed else "")
-                text.append((expected[i] if i < len(expected) else "").ljust(value_width) + " ")
-                text.append((predicted[i] if i < len(predicted) else "").ljust(value_width) + " ",
-                            style("state--differs") if differs else "")
-                text.append(var.status if i == 0 else "",
-                            style("state--differs" if differs else "state--same"))
-                text.append("\n")
+            text.append(name.ljust(name_width) + " ", style("state--changed") if var.changed else "")
+            text.append(expected.ljust(value_width) + " ")
+            text.append(predicted.ljust(value_width) + " ", style("state--differs") if differs else "")
+            text.append(var.status, style("state--differs" if differs else "state--same"))
+            text.append("\n")
+            height = 1
+            if expanded:  # a long value unfolded: each side whole, over the panel's full width
+                for label, value, side_style in (("interpreter", shown_expected, ""),
+                                                 ("model", None if var.pending else shown_predicted,
+                                                  style("state--differs") if differs else "")):
+                    if value is None or len(printable(value)) <= value_width:
+                        continue
+                    for i, piece in enumerate(wrap_value(value, width - 2)):
+                        if i == 0:
+                            text.append(f"  {label}\n", style("state--dim"))
+                            height += 1
+                        text.append("  " + piece + "\n", side_style)
+                        height += 1
             self._names.append(var.name)
             self._row_lines.append((line, line + height - 1, var.name))
             line += height
@@ -182,9 +207,18 @@ class StatePanel(RenderedPanel):
         if model is not None and model.origin in ("forced", "edited", "overridden"):
             title.append(f" · model frame {model.origin}", self._style("state--changed"))
         rows = branch.variables(row)
-        table = self._table(rows)
         title.no_wrap, title.overflow = True, "ellipsis"
-        parts: list[RenderableType] = [title, table]
+        parts: list[RenderableType] = [title]
+        divergence = branch.first_divergence
+        rest = ""
+        if divergence is not None and divergence.step == row and divergence.explanation:
+            # what happened, first (its first sentence); the rest of the story under the table
+            head, dot, rest = printable(divergence.explanation).partition(". ")
+            parts.append(Text(head + dot.rstrip()))
+        self._table_top = sum(len(p.wrap(self.app.console, max(1, self.scrollable_content_region.width or 60)))
+                              for p in parts if isinstance(p, Text)) + 2  # the header and its rule
+        table = self._table(rows)
+        parts.append(table)
         self.lenses = []
         for var in [v for v in rows if v.differs and v.string_valued][:LENS_LIMIT]:
             known, lens = self.view.cached_lens(branch, row, var.name) if self.view is not None else (True, None)
@@ -193,13 +227,16 @@ class StatePanel(RenderedPanel):
                 self.post_message(LensWanted(branch, row, var.name))
             if lens is None:
                 lens = token_lens(var.expected, var.predicted, byte_pieces, in_locals=var.in_locals)
-                label = "characters (no tokenizer here)" if known else "characters, until the model's tokenizer answers"
+                if branch.running:
+                    label = "characters, until the rollout stops (then the model's tokenizer)"
+                elif known:
+                    label = "characters (no tokenizer here)"
+                else:
+                    label = "characters, until the model's tokenizer answers"
             self.lenses.append((var.name, lens))
             parts.append(self._render_lens(var.name, lens, label))
-        divergence = branch.first_divergence
-        if divergence is not None and divergence.step == row and divergence.explanation:
-            parts.append(Text(""))
-            parts.append(Text(printable(divergence.explanation), style=self._style("state--dim")))
+        if rest:
+            parts.append(Text(rest, style=self._style("state--dim")))
         return Group(*parts)
 
     def _render_lens(self, name: str, lens: Lens, label: str) -> RenderableType:

@@ -104,10 +104,14 @@ class StatusBar(Static, can_focus=False):
             if model is not None and model.tokens:
                 second.append(f" · this step {model.tokens}", s("status--label"))
         busy = [text for text in (playing, activity) if text]
-        if busy:
-            line = first if not second else second
-            line.append(*sep)
-            line.append(printable(" · ".join(busy)), s("status--busy"))
+        if busy:  # what is happening now comes first: the ellipsis cuts the end of a line
+            said = Text(printable(" · ".join(busy)), s("status--busy"))
+            if second:
+                said.append(*sep)
+                second = Text.assemble(said, second, no_wrap=True, overflow="ellipsis")
+            else:
+                first.append(*sep)
+                first.append_text(said)
         self._set(first, second)
 
     def _set(self, *lines: Text) -> None:

@@ -20,7 +20,7 @@ from textual.strip import Strip
 from ..analysis.compare import StepKind
 from ..terminal import printable
 from ..trace import Event, Frame, RolloutStatus
-from .branch_view import BranchView
+from .branch_view import BranchView, readable_exception
 
 EVENT_MARKS = {Event.CALL: "→", Event.LINE: " ", Event.RETURN: "←", Event.EXCEPTION: "!"}
 KIND_MARKS = {StepKind.STATE: "≠", StepKind.ACTION: "⇄", StepKind.EVENT: "⇄", StepKind.VALUE: "≠",
@@ -237,7 +237,7 @@ class Timeline(ScrollView, can_focus=False):
         rest -= 6
         if rest <= 0:
             return Strip(segments).adjust_cell_length(width, base)
-        action_width = max(10, rest * 11 // 20)
+        action_width = max(10, rest * 2 // 5)  # the line is in the source pane too: values get more
         state_width = rest - action_width - 1
         if frame.is_error and frame.event is None:
             error = frame.error or ""
@@ -261,7 +261,8 @@ class Timeline(ScrollView, can_focus=False):
         parts: list[tuple[str, Style]] = []
         if frame.event in (Event.RETURN, Event.EXCEPTION):
             wrong = compare and other.arg != frame.arg
-            parts.append((("↩ " if frame.event is Event.RETURN else "raise ") + short(frame.arg or "None"),
+            value = (frame.arg or "None") if frame.event is Event.RETURN else readable_exception(frame.arg or "")
+            parts.append((("↩ " if frame.event is Event.RETURN else "raise ") + short(value, width),
                           wrong_style if wrong else changed_style))
         elif frame.locals is not None:
             changed = branch.changed(row, self.side)

@@ -226,7 +226,9 @@ async def test_the_layout_follows_the_terminal_size(strings):
         await pilot.pause()
         screen = app.debugger
         assert screen.layout_mode == "stacked" and screen.has_class("-narrow")
-        assert not screen.query_one("#output").display  # no room for the output panel
+        # (#24: the output was hidden here) it shares the state's column, under it
+        output, state = screen.query_one("#output"), screen.query_one("#state")
+        assert output.display and output.region.height >= 3 and output.region.x == state.region.x
         assert screen.truth_timeline.cursor == screen.step == strings.branches[0].first_divergence.step
 
 

@@ -234,3 +234,102 @@ async def test_o_while_the_model_writes_cancels_it_and_esc_then_r_resumes(string
         await wait_for(pilot, lambda: main_done(app) and main.status != "cancelled")
         assert main.status == "ended" and len(main.frames) == len(truth.frames) > written
         assert main.first_divergence is None and "none: the traces agree" in screen.status_bar.plain
+
+
+async def test_tab_focuses_a_pane_whose_keys_scroll_it_and_esc_goes_back_to_the_steps(interpreter):
+    view = strings_view(interpreter)
+    app = CwmApp(view)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f")
+        await pilot.pause()
+        screen = app.debugger
+        step = screen.step
+        assert app.focused is None  # the arrows move through the steps
+        await pilot.press("tab", "tab")
+        assert app.focused is screen.state_panel
+        assert "reading the state" in screen.status_bar.plain
+        screen.state_panel.scroll_to(y=0, animate=False)
+        await pilot.pause()
+        await pilot.press("down", "down")
+        await pilot.pause()
+        assert screen.state_panel.scroll_y == 2 and screen.step == step  # the pane scrolled, not the step
+        await pilot.press("escape")
+        assert app.focused is None and "reading" not in screen.status_bar.plain
+        await pilot.press("down")
+        assert screen.step == step + 1
+
+
+async def test_at_the_divergence_the_state_panel_opens_with_what_happened(interpreter):
+    view = strings_view(interpreter)
+    app = CwmApp(view)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f")
+        await pilot.pause(0.3)
+        panel = app.debugger.state_panel
+        shown = " ".join(rows(panel))
+        assert "the model thinks `rotated` is 'rv' but it is 'ru'" in " ".join(shown.split())
+        assert "rotated" in shown and "≠" in shown  # and the wrong variable, in the same view
+
+
+async def test_the_override_dialog_fits_80x24_and_offers_only_lines_that_can_run(interpreter):
+    from cwmtui.ui.screens import OverrideScreen
+
+    view = strings_view(interpreter)
+    view.can_generate = True  # the dialog as a live session shows it (nothing runs here)
+    app = CwmApp(view)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f", "o")
+        await pilot.pause(0.3)
+        dialog = app.screen
+        assert isinstance(dialog, OverrideScreen)
+        typed = dialog.query_one("#override-typed")
+        assert typed.region.bottom <= 24 and typed.region.height > 0
+        hint = dialog.query("Label").last()
+        assert hint.region.bottom <= 24 and hint.region.height > 0
+        offered = [str(option.prompt) for option in dialog.query_one("#override-options").options]
+        assert not any("String operations" in o or "tokenizes text" in o or "else:" in o for o in offered)
+        assert any("rotated += ch" in o for o in offered)
+
+
+async def test_unfolded_values_use_the_panels_width_and_break_between_items(interpreter, tmp_path):
+    from .sessions import model_frames, offline_view
+
+    path = tmp_path / "words.py"
+    path.write_text(
+        "def f():  # << START_OF_TRACE\n"
+        "    words = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel', 'india', 'juliet']\n"
+        "    return len(words)\n"
+    )
+    program = load_program(str(path), call="f()")
+    truth = interpreter.trace(program)
+    view = offline_view(program, truth, model_frames(program, truth))
+    app = CwmApp(view)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("j", "j", "z")
+        await pilot.pause(0.3)
+        panel = app.debugger.state_panel
+        lines = [line.rstrip() for line in rows(panel)]
+        unfolded = [line.strip() for line in lines if line.startswith("  ") and "'" in line]
+        assert unfolded and max(len(line) for line in lines) > 30  # wider than an 11-character column
+        for line in unfolded:
+            assert line.endswith((",", "]")), line  # after an item or at the value's end, never mid-word
+        joined = " ".join(unfolded[: len(unfolded) // 2 + 1])
+        assert "'alpha', 'bravo'" in joined
+
+
+async def test_an_exception_reads_as_the_exception_not_as_a_tuple(interpreter):
+    from .sessions import exception_view
+
+    view = exception_view(interpreter)
+    app = CwmApp(view)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        branch = view.branches[0]
+        row = next(r for r in range(len(branch)) if branch.truth_at(r) and branch.truth_at(r).event.value == "exception")
+        app.debugger.step = row
+        await pilot.pause(0.3)
+        screen = app.debugger
+        line = screen.truth_timeline.render_line(row - int(screen.truth_timeline.scroll_offset.y)).text
+        assert "raise ValueError(" in line and "<class" not in line and "traceback" not in line
+        panel = " ".join(rows(screen.state_panel))
+        assert "(raise)   ValueError" in panel and "<class" not in panel
