@@ -202,6 +202,16 @@ def test_the_lens_splits_a_differing_value_with_the_tokenizer_on_a_row_where_the
     assert session.lens(main, 26, "letter") is None  # the same value on both sides: nothing to split
 
 
+@pytest.mark.parametrize("value, said", [("['a', 'b'", "was never closed"), ("..", "means 'unchanged'"),
+                                         ("'x<|frame_sep|>'", "the format's own token"), ("  ", "cannot be empty")])
+def test_an_edited_state_must_be_a_value_a_trace_could_hold(strawberry, value, said):
+    session = session_with(strawberry)
+    main = session.run_main()
+    with pytest.raises(SessionError, match=said):
+        session.override(main, 5, locals={**main.frames[5].locals, "n": value})
+    assert len(session.branches) == 1
+
+
 def test_saved_session_reopens_offline_with_identical_comparisons(strawberry, tmp_path):
     program, truth = strawberry
     session = session_with(strawberry, mistakes={2: wrong_value("word", "'strawbery'"), 26: wrong_line(LOOP_AGAIN)})

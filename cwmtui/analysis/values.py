@@ -10,6 +10,8 @@ import ast
 import re
 import warnings
 
+from ..trace.tokens import SPECIAL_TOKENS
+
 _MAX_LITERAL = 20_000  # longer reprs are not parsed (literal_eval is linear, but no need)
 _OBJECT = re.compile(r"^<(?:([\w.]+) object|class '([\w.]+)'|(function|built-in function|bound method|generator object|module)\b)")
 _CALL = re.compile(r"^([A-Za-z_][\w.]*)\(")
@@ -113,3 +115,29 @@ def shorten(text: str | None, width: int = 60) -> str:
         return "(absent)"
     text = text.replace("\n", "\\n")
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def value_problem(text: str) -> str | None:
+    """Why ``text`` is not a value a trace frame could hold (None: it could): a repr the
+    interpreter could have written. That is a Python expression (``['a', 'b']``,
+    ``Counter({'a': 1})``, ``[[...]]``) or an object's ``<...>`` repr; not empty, not the
+    compression marker ``..``, and with no special token in it (the tokenizer would read that
+    as the format's own). Parsed only, never run."""
+    stripped = text.strip()
+    if not stripped:
+        return "a value cannot be empty"
+    if stripped == "..":
+        return "'..' means 'unchanged' in a trace: write the value itself"
+    token = next((t for t in SPECIAL_TOKENS if t in text), None)
+    if token is not None:
+        return f"a value cannot hold the format's own token {token}"
+    if stripped.startswith("<") and stripped.endswith(">"):
+        return None  # <Foo object at 0x…>, <function f at 0x…>
+    if len(stripped) > _MAX_LITERAL:
+        return None  # not parsed (the trace cuts such values anyway)
+    try:
+        ast.parse(stripped, _SOURCE, mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        what = exc.msg if isinstance(exc, SyntaxError) and exc.msg else "it does not parse"
+        return f"{shorten(stripped, 30)} is not a repr the interpreter could write ({what})"
+    return None

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Callable, Sequence
 
 from ..analysis.compare import Comparison
+from ..analysis.values import value_problem
 from ..analysis.lens import Lens, byte_pieces, token_lens
 from ..analysis.recovery import recovery, score_forced, teacher_force
 from ..interpreter import Interpreter, Limits, Program
@@ -224,6 +225,10 @@ class DebugSession:
         parent = self.branch(branch) if isinstance(branch, str) else branch
         if action is None and locals is None:
             raise SessionError("an override needs a new action or new locals")
+        for name, value in (locals or {}).items():  # what the user typed: a value a trace could hold
+            problem = value_problem(value) if isinstance(value, str) else "a value must be text (a repr)"
+            if problem:
+                raise SessionError(f"{name}: {problem}")
         if not 0 <= step <= len(parent.frames):
             raise SessionError(f"step {step} is outside branch {parent.name!r} (0..{len(parent.frames)})")
         if step == 0 and action is not None:

@@ -516,7 +516,9 @@ class DebuggerScreen(Screen):
                 self._make_room("the edited state")
                 self.cwm.start_override(branch, row, locals_=values, label="edited state")
 
-        self.app.push_screen(EditLocalsScreen(row, frame.locals), edited)
+        truth = branch.truth_at(row)
+        real = truth.locals if truth is not None and truth.locals is not None else None
+        self.app.push_screen(EditLocalsScreen(row, frame.locals, real), edited)
 
     def action_teacher_forced(self) -> None:
         if not self._can_intervene(INTERVENTIONS["teacher_forced"]):

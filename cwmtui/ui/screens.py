@@ -14,6 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from ..analysis.values import value_problem
 from ..terminal import printable, printable_block
 from ..trace import Frame
 from ..trace.source import SourceMap, source_lines
@@ -214,12 +215,14 @@ class EditLocalsScreen(TypeAhead, ModalScreen[dict | None]):
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="modal.cancel"),
         Binding("ctrl+s,ctrl+enter", "apply", "Apply", id="edit.apply"),
+        Binding("ctrl+r", "take_real", "Real value", id="edit.real"),
     ]
 
-    def __init__(self, step: int, locals_: dict[str, str]) -> None:
+    def __init__(self, step: int, locals_: dict[str, str], real: dict[str, str] | None = None) -> None:
         super().__init__(id="edit-screen")
         self.step = step
         self.values = dict(locals_)
+        self.real = dict(real or {})  # the interpreter's values at this step, to start from
         self.held = []
 
     def compose(self) -> ComposeResult:
@@ -227,10 +230,16 @@ class EditLocalsScreen(TypeAhead, ModalScreen[dict | None]):
             yield Label(f"Edit the state at step {self.step} (Python reprs)", classes="modal-title")
             with VerticalScroll():
                 for i, (name, value) in enumerate(self.values.items()):
-                    yield Label(printable(name), classes="local-name", markup=False)  # a model-written name
+                    label = Text(printable(name), style="bold")  # a model-written name: data
+                    real = self.real.get(name)
+                    if real is not None and real != value:
+                        label.append(f"  interpreter: {printable(real)[:60]}", style="dim")
+                    yield Label(label, classes="local-name")
                     yield Input(printable(value), id=f"local-{i}")  # a __repr__'s controls shown, not sent
-            yield Label("enter on the last field or ctrl+s: run the model from this state · esc: cancel",
-                        classes="modal-hint", id="edit-hint", markup=False)  # later lists names
+            hint = "enter on the last field or ctrl+s: run the model from this state · esc: cancel"
+            if self.real:
+                hint = "ctrl+r: the interpreter's value · " + hint
+            yield Label(hint, classes="modal-hint", id="edit-hint", markup=False)  # later lists names
 
     def on_mount(self) -> None:
         inputs = self.query(Input)
@@ -256,13 +265,28 @@ class EditLocalsScreen(TypeAhead, ModalScreen[dict | None]):
         else:
             self.focus_next()
 
+    def action_take_real(self) -> None:
+        """The focused field takes the interpreter's value at this step."""
+        focused = self.focused
+        if not isinstance(focused, Input) or not (focused.id or "").startswith("local-"):
+            return
+        name = list(self.values)[int(focused.id[6:])]
+        if name in self.real:
+            focused.value = printable(self.real[name])
+        else:
+            self.notify(f"the interpreter has no {name} at this step", timeout=3)
+
     def action_apply(self) -> None:
         values = self.edited()
-        empty = [k for k, v in values.items() if not v.strip()]
-        if empty:
+        # a value a trace could hold, as the engine checks it (never run): say which, and why
+        problems = [(k, problem) for k, v in values.items() if (problem := value_problem(v))]
+        if problems:
             hint = self.query_one("#edit-hint", Label)
-            hint.update(f"a value cannot be empty: {', '.join(empty)}")
+            name, problem = problems[0]
+            hint.update(Text(printable(f"{name}: {problem}")))
             hint.set_class(True, "modal-error")
+            index = list(values).index(name)
+            self.query_one(f"#local-{index}", Input).focus()
             return
         self.dismiss(values)
 

@@ -155,7 +155,19 @@ async def test_editing_the_state_at_a_step_puts_an_edited_frame_in_a_new_branch(
         names = list(app.screen.values)
         field = app.screen.query_one(f"#local-{names.index('rotated')}")
         assert field.value == "'rv'"
-        field.value = "'ru'"
+        # #24: a value no trace could hold is refused, naming the variable (it used to start a
+        # branch whose story said "the model thinks rotated is ['a', 'b'")
+        field.value = "['a', 'b'"
+        await pilot.press("ctrl+s")
+        assert isinstance(app.screen, EditLocalsScreen)
+        hint = str(app.screen.query_one("#edit-hint").render())
+        assert hint.startswith("rotated: ['a', 'b' is not a repr the interpreter could write")
+        assert app.focused is field and len(app.view.branches) == 1
+        # ... and the real value is offered: beside the name, and ctrl+r takes it
+        labels = " ".join(str(label.render()) for label in app.screen.query(".local-name"))
+        assert "interpreter: 'ru'" in labels
+        await pilot.press("ctrl+r")
+        assert field.value == "'ru'"
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: len(app.view.branches) == 2 and not app.view.branches[1].running)
         child = app.view.branches[1]
@@ -348,7 +360,7 @@ async def test_model_written_names_and_error_text_are_shown_as_written_not_as_ma
         assert names == ["[/b]", "[bold]y"]
         await pilot.press("ctrl+u", "tab", "ctrl+u", "ctrl+s")
         hint = str(app.screen.query_one("#edit-hint").render())
-        assert hint == "a value cannot be empty: [/b], [bold]y"
+        assert hint == "[/b]: a value cannot be empty"
         await pilot.press("escape")
         app.push_screen(ErrorScreen("no model", "/tmp/[/red]/model: config.json [bold"))
         await pilot.pause()
