@@ -127,6 +127,37 @@ def test_teacher_forcing_removes_action_errors_and_keeps_state_errors(strawberry
     assert all(s.truth_index == s.model_index for s in forced.comparison.steps)
 
 
+def test_whole_frame_teacher_forcing_predicts_each_step_from_the_true_trace(strawberry):
+    """#24: the condition where the model sees the interpreter's trace so far at every step and
+    writes only the next frame: a mistake never carries over to the next step."""
+    mistakes = {26: wrong_line(LOOP_AGAIN), 30: wrong_value("count", "4")}
+    session = session_with(strawberry, mistakes=mistakes)
+    program, truth = strawberry
+    branch = session.teacher_forced(whole_frames=True)
+    assert branch.name == "teacher-forced-frames" and branch.intervention.whole_frames
+    assert branch.status == "ended" and len(branch.frames) == len(truth.frames)
+    # the model's own predictions are what the branch shows and scores ...
+    assert branch.frames[26].action == LOOP_AGAIN and branch.frames[30].locals["count"] == "4"
+    assert all(f.origin == "generated" for f in branch.frames[1:])
+    # ... each from the true prefix: every other step right, both mistakes scored where they are
+    wrong = [s.step for s in branch.comparison.steps if s.kind.is_divergence]
+    assert wrong == [26, 30]
+    assert branch.comparison.first_divergence.kind == "action"
+    # the rollout behind it holds the interpreter's frames
+    assert [f.action for f in branch.rollout.frames] == [f.action for f in truth.frames]
+
+
+def test_whole_frame_teacher_forcing_keeps_an_early_end_as_the_models_error(loop):
+    session = session_with(loop, end_at=4)
+    branch = session.teacher_forced(whole_frames=True)
+    program, truth = loop
+    assert len(branch.frames) == len(truth.frames)  # it goes on after the early end
+    assert branch.frames[4].is_error and "end of text" in branch.frames[4].error
+    first = branch.comparison.first_divergence
+    assert (first.step, first.kind) == (4, "format")
+    assert [s.step for s in branch.comparison.steps if s.kind.is_divergence] == [4]
+
+
 def test_teacher_forcing_forces_the_whole_frame_where_the_model_would_end(loop):
     program, truth = loop
     session = session_with(loop, end_at=4)
@@ -152,11 +183,12 @@ def test_cancelled_rollout_is_pending_not_divergent(strawberry):
     assert main.comparison.first_divergence is None
 
 
-@pytest.mark.parametrize("teacher", [False, True], ids=["main", "teacher-forced"])
+@pytest.mark.parametrize("teacher", [False, True, "frames"], ids=["main", "teacher-forced", "teacher-forced-frames"])
 def test_a_cancelled_rollout_resumes_where_it_stopped_and_ends_as_an_uncancelled_one(strawberry, teacher):
     mistakes = {26: wrong_line(LOOP_AGAIN), 30: wrong_value("count", "4")}
     whole = session_with(strawberry, mistakes=mistakes)
-    expected = whole.teacher_forced() if teacher else whole.run_main()
+    frames = teacher == "frames"
+    expected = whole.teacher_forced(whole_frames=frames) if teacher else whole.run_main()
     session = session_with(strawberry, mistakes=mistakes)
     stop = threading.Event()
 
@@ -164,7 +196,8 @@ def test_a_cancelled_rollout_resumes_where_it_stopped_and_ends_as_an_uncancelled
         if index == 7:
             stop.set()
 
-    branch = session.teacher_forced(on_frame=on_frame, cancel=stop) if teacher else session.run_main(on_frame=on_frame, cancel=stop)
+    branch = (session.teacher_forced(on_frame=on_frame, cancel=stop, whole_frames=frames) if teacher
+              else session.run_main(on_frame=on_frame, cancel=stop))
     assert branch.status == "cancelled" and len(branch.frames) < len(expected.frames)
     resumed = session.resume(branch.name)
     assert resumed is branch and (branch.status, branch.message) == (expected.status, expected.message)

@@ -22,6 +22,9 @@ from .saved import load_session, options_json, save_session, session_from_json, 
 #: on_frame(branch, index, frame): a frame the model wrote (or that was forced) on ``branch``
 FrameCallback = Callable[[Branch, int, Frame], None]
 
+#: a whole-frame teacher-forced prediction of end of text where the program goes on
+ENDED_EARLY = "the model wrote end of text here; the program goes on"
+
 
 class DebugSession:
     """The truth, the model's branches, their comparisons; save and load."""
@@ -294,12 +297,15 @@ class DebugSession:
             raise SessionError(f"the interpreter's trace has no step {step}")
         return self.override(branch, step, action=truth[step].action, source="truth", **kwargs)
 
-    def teacher_forced(self, on_frame: FrameCallback | None = None, cancel=None) -> Branch:
-        """The paper's teacher-forced condition: every action forced from the truth."""
+    def teacher_forced(self, on_frame: FrameCallback | None = None, cancel=None, whole_frames: bool = False) -> Branch:
+        """A teacher-forced condition: every action forced from the truth (the model writes each
+        step's state from its own earlier states); or, ``whole_frames``, every frame: at each step
+        the model sees the interpreter's trace so far and predicts the next frame alone."""
         self._need_model()
         rollout = self._new_rollout()
-        name = self._unique("teacher-forced")
-        branch = Branch(name, parent=None, at_step=0, intervention=Intervention("teacher_force", 0), rollout=rollout,
+        name = self._unique("teacher-forced-frames" if whole_frames else "teacher-forced")
+        kind = "teacher_force_frames" if whole_frames else "teacher_force"
+        branch = Branch(name, parent=None, at_step=0, intervention=Intervention(kind, 0), rollout=rollout,
                         settings=self._settings_now(), token_limit=self._token_limit(rollout))
         with self._lock:
             self.branches.append(branch)
@@ -307,6 +313,9 @@ class DebugSession:
 
     def _teach(self, branch: Branch, rollout, on_frame, cancel) -> Branch:
         """Run (or go on with) a teacher-forced branch."""
+        if branch.intervention is not None and branch.intervention.whole_frames:
+            return self._teach_frames(branch, rollout, on_frame, cancel)
+
         def forward(index: int, frame: Frame) -> None:
             frames = rollout.frames
             if isinstance(branch.frames, list) and len(branch.frames) >= index and branch.frames is not frames:
@@ -320,6 +329,42 @@ class DebugSession:
         if rollout.status is RolloutStatus.RUNNING and is_cancelled(cancel):
             rollout.run(cancel=cancel)  # (writes nothing: it marks the rollout cancelled, to resume)
         self._refresh(branch)
+        return branch
+
+    def _teach_frames(self, branch: Branch, rollout, on_frame, cancel) -> Branch:
+        """Whole frames forced: the branch's frames are the model's one-step predictions; its
+        rollout holds the interpreter's frames they were predicted from (rewound and forced after
+        each step, so no mistake carries over). A prediction of end of text where the program
+        goes on is kept as a frame the format cannot hold (scored, like a frame teacher forcing
+        of actions had to force, as the model's error)."""
+        truth = self.truth.frames
+        if not branch.frames or not isinstance(branch.frames, list) or branch.frames is rollout.frames:
+            branch.frames = list(rollout.frames)  # the entry frame, forced
+        status = RolloutStatus.ENDED
+        while True:
+            index = len(branch.frames)
+            if is_cancelled(cancel):
+                status = RolloutStatus.CANCELLED
+                break
+            frame = rollout.step(cancel=cancel)
+            if frame is None:
+                if rollout.status is not RolloutStatus.ENDED:  # budget, context, cancelled, …
+                    status = rollout.status
+                    break
+                if index >= len(truth):  # the model ends where the program did
+                    break
+                frame = Frame(None, "", error=ENDED_EARLY, raw=tokens.END_OF_TEXT, origin="generated")
+            branch.frames.append(frame)
+            if on_frame is not None:
+                on_frame(branch, index, frame)
+            if index >= len(truth):  # it ran on past the program's end: that frame says so
+                break
+            rollout.rewind(index)
+            rollout.force(truth[index], origin="forced")
+        branch.status = status
+        branch.message = "" if status is RolloutStatus.ENDED else str(rollout.message or status.label)
+        branch.tokens = {"trace": int(rollout.tokens_used), "processed": int(rollout.tokens_processed)}
+        self.compare_branch(branch)
         return branch
 
     def resume(self, branch: Branch | str, on_frame: FrameCallback | None = None, cancel=None) -> Branch:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: the kinds of intervention: the action replaced, the state edited, both, or every action forced
-KINDS = ("action", "locals", "action+locals", "teacher_force")
+#: the kinds of intervention: the action replaced, the state edited, both, every action forced
+#: (the model writes the states), or every frame forced (the model predicts each next frame from
+#: the interpreter's trace so far)
+KINDS = ("action", "locals", "action+locals", "teacher_force", "teacher_force_frames")
 #: where a replaced action came from
 SOURCES = ("truth", "line", "typed")
 
@@ -21,7 +23,12 @@ class Intervention:
 
     @property
     def teacher_forced(self) -> bool:
-        return self.kind == "teacher_force"
+        """A teacher-forced condition (actions or whole frames): no single step was changed."""
+        return self.kind in ("teacher_force", "teacher_force_frames")
+
+    @property
+    def whole_frames(self) -> bool:
+        return self.kind == "teacher_force_frames"
 
     @property
     def by_user(self) -> bool:
@@ -30,6 +37,8 @@ class Intervention:
 
     def describe(self) -> str:
         """For people: ``action overridden at step 5 with the real line``."""
+        if self.whole_frames:
+            return "every frame from the interpreter: the model predicts one step at a time"
         if self.teacher_forced:
             return "every action forced from the interpreter"
         what = {"action": "action", "locals": "state", "action+locals": "action and state"}[self.kind]

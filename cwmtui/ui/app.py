@@ -209,11 +209,11 @@ class CwmApp(App):
             return
         self.live.resume_branch(branch)
 
-    def start_teacher_forced(self) -> None:
+    def start_teacher_forced(self, whole_frames: bool = False) -> None:
         if self.live is None:
             self.notify("this session has no live model", severity="warning")
             return
-        self.live.teacher_forced()
+        self.live.teacher_forced(whole_frames=whole_frames)
 
     # -- export -------------------------------------------------------------------------------
     def export_paths(self) -> tuple[Path, Path]:

@@ -28,7 +28,9 @@ BINDINGS = [
     Binding("D", "divergence(-1)", "Previous divergence", id="divergence.previous", tooltip='Previous divergence', group=_DIVERGENCE),
     Binding("o", "override", "Override", id="intervene.override", tooltip="Override the model's next line at this step, and let it run on"),
     Binding("e", "edit_locals", "Edit", id="intervene.edit", tooltip="Edit the model's state at this step, and let it run on"),
-    Binding("t", "teacher_forced", "Force lines", id="intervene.teacher-forced", tooltip='Teacher-force the actions: every line from the interpreter, the model writes only the state'),
+    Binding("t", "teacher_forced", "Force lines", id="intervene.teacher-forced", tooltip="Teacher-force the actions: every line from the interpreter, the model writes only the states (T: whole frames)"),
+    Binding("T", "teacher_forced_frames", "Force frames", id="intervene.teacher-forced-frames", show=False,
+            tooltip="Teacher-force whole frames: at each step the model sees the interpreter's trace so far and writes only the next frame"),
     Binding("left_square_bracket", "branch(-1)", "Previous branch", id="branch.previous", tooltip='Previous branch', key_display="[", group=_BRANCH),
     Binding("right_square_bracket", "branch(1)", "Next branch", id="branch.next", tooltip='Next branch', key_display="]", group=_BRANCH),
     Binding("colon", "go_to", "Go to", id="cursor.go-to", tooltip='Go to a step', key_display=":"),
@@ -57,7 +59,8 @@ BINDINGS = [
 #: the actions that start a branch (what they are called in a sentence): shown only where a
 #: live model can run them; elsewhere their keys say why not (the app's fallback bindings)
 INTERVENTIONS = {"override": "override", "edit_locals": "editing the state",
-                 "teacher_forced": "the teacher-forced rollout"}
+                 "teacher_forced": "the teacher-forced rollout",
+                 "teacher_forced_frames": "the teacher-forced rollout of whole frames"}
 #: what every mark on screen means (``?`` shows it under the keys)
 LEGEND = [
     ("timelines", [

@@ -422,7 +422,8 @@ def badge_for(branch: BranchState) -> str:
     if intervention is not None and intervention.teacher_forced and comparison is not None:
         paired = [s for s in comparison.steps if s.truth is not None and s.model is not None]
         right = sum(1 for s in paired if s.kind is StepKind.MATCH)
-        return f"teacher-forced: {right}/{len(paired)} steps right"
+        what = "frames teacher-forced" if intervention.whole_frames else "teacher-forced"
+        return f"{what}: {right}/{len(paired)} steps right"
     rec = branch.recovery
     if rec is None:
         return ""

@@ -526,6 +526,12 @@ class DebuggerScreen(Screen):
         self._make_room("the teacher-forced rollout")
         self.cwm.start_teacher_forced()
 
+    def action_teacher_forced_frames(self) -> None:
+        if not self._can_intervene(INTERVENTIONS["teacher_forced_frames"]):
+            return
+        self._make_room("the teacher-forced rollout of whole frames")
+        self.cwm.start_teacher_forced(whole_frames=True)
+
     def action_resume(self) -> None:
         branch = self.branch
         if branch is None or not self._can_intervene("resuming"):
@@ -572,7 +578,7 @@ class DebuggerScreen(Screen):
         if hidden:
             keys = ", ".join(b.key for b in hidden)
             why = self.cwm.no_model_reason or "this session has no live model"
-            notes.append(f"{keys} (override, edit, teacher-force) are not here: {why}")
+            notes.append(f"{keys} (override, edit, teacher forcing) are not here: {why}")
         self.app.push_screen(HelpScreen(shown, LEGEND, notes))
 
     def action_triage(self) -> None:

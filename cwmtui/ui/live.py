@@ -321,16 +321,17 @@ class LiveSession:
         self._post(BranchStarted(branch, select=True))  # (its handler marks the view running again)
         self._job(work, "resume")
 
-    def teacher_forced(self) -> None:
+    def teacher_forced(self, whole_frames: bool = False) -> None:
         if self.session is None:
             return
+        what = "teacher-forced rollout of whole frames" if whole_frames else "teacher-forced rollout"
 
         def work(cancel: threading.Event) -> None:
-            self._post(Activity("teacher-forced rollout: model writing… · esc cancels"))
-            branch = self.session.teacher_forced(on_frame=self._on_frame, cancel=cancel)
+            self._post(Activity(f"{what}: model writing… · esc cancels"))
+            branch = self.session.teacher_forced(on_frame=self._on_frame, cancel=cancel, whole_frames=whole_frames)
             self._finished(branch)
 
-        self._job(work, "teacher-forced rollout")
+        self._job(work, what)
 
 
 def _bar(done: float, total: float, width: int = 8) -> str:

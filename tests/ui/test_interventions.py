@@ -189,6 +189,15 @@ async def test_teacher_forced_rollout_is_a_branch_of_its_own(strings):
         assert branch.name == "teacher-forced"
         # the oracle's only mistake is an action, which teacher forcing replaces
         assert branch.badge == f"teacher-forced: {len(truth.frames)}/{len(truth.frames)} steps right"
+        # T: whole frames, each step from the interpreter's trace so far: the wrong line is the
+        # model's own prediction there, and the one step it gets wrong
+        await pilot.press("T")
+        await wait_for(pilot, lambda: len(app.view.branches) == 3 and not app.view.branches[2].running)
+        frames = app.view.branches[2]
+        assert frames.name == "teacher-forced-frames"
+        assert frames.badge == f"frames teacher-forced: {len(truth.frames) - 1}/{len(truth.frames)} steps right"
+        assert frames.first_divergence.step == 11 and app.debugger.branch is frames
+        assert "every frame from the interpreter" in frames.intervention
 
 
 async def test_escape_cancels_a_running_rollout(strings):

@@ -94,7 +94,8 @@ async def test_help_lists_every_binding_with_its_id(strings):
         shown = {row[2]: row for row in app.screen.rows}
         hidden = {"triage.list",  # only with a replay file of many programs
                   "work.resume",  # only on a cancelled rollout
-                  "intervene.override", "intervene.edit", "intervene.teacher-forced"}  # only with a live model
+                  "intervene.override", "intervene.edit", "intervene.teacher-forced",
+                  "intervene.teacher-forced-frames"}  # only with a live model
         for binding in BINDINGS:
             if binding.id in hidden:
                 assert binding.id not in shown
@@ -102,7 +103,7 @@ async def test_help_lists_every_binding_with_its_id(strings):
             assert binding.id in shown and shown[binding.id][1] == (binding.tooltip or binding.description)
         assert shown["cursor.next"][0] == "↓ j"
         # why the intervention keys are not there, and a legend of every mark on screen
-        assert any("o, e, t (override, edit, teacher-force) are not here" in note for note in app.screen.notes)
+        assert any("o, e, t, T (override, edit, teacher forcing) are not here" in note for note in app.screen.notes)
         marks = dict(app.screen.marks)
         for glyph in ("●", "≠", "⇄", "∅", "F", "E", "O", "✗", "·", "◈", "▶", "◆", "■"):
             assert glyph in marks, glyph
