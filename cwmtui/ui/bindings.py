@@ -34,7 +34,7 @@ BINDINGS = [
     Binding("left_square_bracket", "branch(-1)", "Previous branch", id="branch.previous", tooltip='Previous branch', key_display="[", group=_BRANCH),
     Binding("right_square_bracket", "branch(1)", "Next branch", id="branch.next", tooltip='Next branch', key_display="]", group=_BRANCH),
     Binding("colon", "go_to", "Go to", id="cursor.go-to", tooltip='Go to a step', key_display=":"),
-    Binding("slash", "search", "Search", id="search.start", tooltip='Search variables and values', key_display="/"),
+    Binding("slash", "search", "Find", id="search.start", tooltip='Search variables and values', key_display="/"),
     Binding("p", "play", "Play", id="play.toggle", tooltip='Play the trace step by step (again: stop)'),
     Binding("x", "export", "Export", id="session.export", tooltip='Export the session (JSON, and an SVG of the screen)'),
     Binding("l", "triage", "List", id="triage.list", tooltip='Failure list of the results file'),

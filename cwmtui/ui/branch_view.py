@@ -70,6 +70,9 @@ def describe_divergence(divergence: Divergence | None) -> str:
 _EXCEPTION = re.compile(r"^\(<class '[\w.]+'>, (?P<error>.*), <traceback object>\)$", re.DOTALL)
 
 
+_CONTEXT_FULL = re.compile(r"context of (\d+) tokens is full")
+
+
 def readable_exception(value: str) -> str:
     """An exception frame's value as people read it: ``ValueError("invalid literal…")`` for the
     trace's ``(<class 'ValueError'>, ValueError("invalid literal…"), <traceback object>)``; any
@@ -228,6 +231,9 @@ class BranchView:
         if status is RolloutStatus.ENDED:
             return "wrote end of text" if short else "the model wrote end of text"
         message = self.state.message
+        context = _CONTEXT_FULL.search(message)
+        if context:  # the model's context, not the budget: said first, so a narrow row keeps it
+            return f"context full ({int(context.group(1)):,} tokens)"
         return message if message and not short else status.label
 
     def truth_ending(self) -> str:

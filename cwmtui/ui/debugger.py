@@ -91,6 +91,9 @@ class DebuggerScreen(Screen):
     DebuggerScreen.-tight #model { border: none; border-top: solid $cwm-model; border-left: vkey $panel-lighten-2; }
     DebuggerScreen.-tight SourcePane { overflow-x: hidden; }
     DebuggerScreen.-tight StatePanel { padding: 0; }
+    DebuggerScreen ToastRack { margin-bottom: 3; }  /* toasts above the status bar, never over it */
+    DebuggerScreen Toast { padding: 0 1; }
+    DebuggerScreen FooterLabel { margin-right: 1; }
     DebuggerScreen.-short-footer FooterKey.-command-palette { display: none; }
     DebuggerScreen.-narrow FooterLabel { display: none; }
     """

@@ -11,8 +11,10 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.events import Click
 
+from ..analysis.compare import StepKind
 from ..analysis.lens import Lens, byte_pieces, token_lens
 from ..terminal import printable
+from ..trace import RolloutStatus
 from .branch_view import KIND_NAMES, BranchView, VariableRow, readable_exception
 from .messages import LensWanted
 from .rendered_panel import RenderedPanel
@@ -199,7 +201,10 @@ class StatePanel(RenderedPanel):
         title = Text()
         title.append(f"step {row}", self._style("state--title"))
         title.append(" · ")
-        title.append(KIND_NAMES.get(kind, kind.value),
+        kind_name = KIND_NAMES.get(kind, kind.value)
+        if kind is StepKind.PENDING and not branch.running and branch.status is RolloutStatus.CANCELLED:
+            kind_name = "cancelled before this step (r resumes)"
+        title.append(kind_name,
                      self._style("state--differs" if kind.is_divergence else "state--same"))
         if frame is not None:
             where = f"line {frame.lineno}" if frame.lineno else "line ?"

@@ -66,6 +66,16 @@ class Terminal:
                 raise AssertionError(f"{text!r} did not appear; the screen:\n{screen}")
             time.sleep(0.2)
 
+    def wait_until(self, condition, what: str, timeout: float = 180.0) -> str:
+        start = time.monotonic()
+        while True:
+            screen = self.screen()
+            if condition(screen):
+                return screen
+            if time.monotonic() - start > timeout:
+                raise AssertionError(f"{what} did not happen; the screen:\n{screen}")
+            time.sleep(0.2)
+
     def keys(self, *keys: str) -> None:
         subprocess.run([*self.tmux, "send-keys", "-t", self.name, *keys], check=True)
 
@@ -107,10 +117,10 @@ def test_layout_at_120x40(tmp_path):
     for title in ("interpreter", "model · main", "source · <replay strings-1>", "state", "output"):
         assert title in screen
     row = next(line for line in lines if "≠ 11" in line)  # the divergent row, in both timelines
-    assert row.count("≠ 11") == 2 and "rotated='ru'" in row and "rotated='rv'" in row
+    assert "● 11" in row and "rotated='ru'" in row and "rotated='rv'" in row  # (● marks the first)
     assert "string-valued state: rotated" in screen
     assert "step 11/41" in screen and "branch main" in screen
-    assert any(line.lstrip().startswith("? Help") and "↓/j ↑/k step" in line for line in lines[-2:])  # the footer
+    assert any(line.lstrip().startswith("? Help") and "q Quit" in line and "↓ ↑ step" in line for line in lines[-2:])
     assert "step 0/41" in first
 
 
@@ -120,9 +130,71 @@ def test_layout_at_80x24(tmp_path):
     for title in ("interpreter", "model · main", "source", "state"):
         assert title in screen
     row = next(line for line in lines if "≠ 11" in line)
-    assert row.count("≠ 11") == 2 and "rotated='rv'" in row
+    assert "● 11" in row and "rotated='rv'" in row
     assert "rotated" in screen.split("state", 1)[1]  # the state panel lists the wrong variable
     assert "string-valued state" in screen
+
+
+HARD_EXIT = """import os
+
+
+def f(n):  # << START_OF_TRACE
+    total = n + 1
+    os._exit(6)
+    return total
+
+
+f(2)
+"""
+
+
+def walk(width: int, height: int, *args: str, go_to: int = 12) -> dict[str, str]:
+    """#24's walk-through of one program on the bundled model: the screen once the model has
+    stopped (at the last row: both end reasons), after ':12⏎' typed at once, and after a resize."""
+    terminal = Terminal(cwmtui(*args), width, height)
+    try:
+        screens = {}
+        terminal.wait_until(lambda screen: "ended: " in screen and not any(
+            busy in screen for busy in ("writing", "loading", "starting")), "the model stopping")
+        terminal.keys("G")  # the last rows: each column's end row (■)
+        screens["end"] = terminal.wait_until(lambda screen: screen.count("■") == 2, "both end rows")
+        terminal.keys(f":{go_to}", "Enter")  # one send-keys: the terminal delivers them at once
+        screens["goto"] = terminal.wait_for(f"step {go_to}/")
+        subprocess.run([*terminal.tmux, "resize-window", "-t", terminal.name, "-x", "100", "-y", "30"], check=True)
+        time.sleep(1.0)
+        screens["resized"] = terminal.wait_for("? Help")
+        terminal.keys("q")
+        terminal.wait_for("EXIT=0")
+        return screens
+    finally:
+        terminal.close()
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+def test_walk_through_the_end_reasons_type_ahead_and_a_resize(tmp_path, size):
+    """The bundled model's context runs out on strings.py; a frame limit cuts the interpreter;
+    a program ends itself with os._exit. Each says so on screen, in both columns' last rows and
+    the status bar; ':12⏎' sent at once lands on step 12; the footer survives a resize."""
+    width, height = size
+    hard_exit = tmp_path / "hard_exit.py"
+    hard_exit.write_text(HARD_EXIT)
+    cases = [  # (what the end rows say at 120 columns, and in the narrower columns of 80)
+        ((str(SAMPLES / "strings.py"),), ("context full (4,096 tokens)",) * 2, 12),
+        ((str(SAMPLES / "strings.py"), "--max-frames", "20"), ("stopped by the frames limit",) * 2, 12),
+        ((str(hard_exit),), ("os._exit(6)",) * 2, 3),
+    ]
+    for args, (said_wide, said_narrow), go_to in cases:
+        said = said_wide if width >= 120 else said_narrow
+        screens = walk(width, height, *args, go_to=go_to)
+        end = screens["end"]
+        check_readable(end, width, height)
+        assert said in end, (args, end)
+        assert "ended: " in end  # the status bar names the ends too (the model's where there is room)
+        if width >= 120:
+            assert " · model: " in end
+        assert f"step {go_to}/" in screens["goto"]
+        last = screens["resized"].rstrip("\n").split("\n")[-1]
+        assert "? Help" in last and "q Quit" in last, screens["resized"]
 
 
 def test_bad_input_never_starts_the_app(tmp_path):

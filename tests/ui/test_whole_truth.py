@@ -52,7 +52,7 @@ async def test_a_model_stopped_by_its_context_says_so_and_the_meter_counts_to_th
         # the row after the last says how each side ended, in its own words
         assert any("■ the program returned" in row for row in truth_rows)
         end = next(row for row in model_rows if row.startswith("■"))
-        assert "context of 1500 tokens" in end
+        assert "context full (1,500 tokens)" in end
         # a row the model never wrote names why, not "(model trace ended)"
         assert any("(the model had stopped:" in row for row in model_rows)
         status = screen.status_bar.plain
@@ -152,7 +152,7 @@ async def test_the_footer_survives_resizes_and_layout_toggles_and_fits_120_colum
         await wait_for(pilot, lambda: main_done(app))
         await pilot.pause()
         keys = footer_keys(app)
-        for wanted in ("Help", "Quit", "Override", "Edit", "Force lines", "Go to", "Search", "Play", "Export", "Unfold"):
+        for wanted in ("Help", "Quit", "Override", "Edit", "Force lines", "Go to", "Find", "Play", "Export", "Unfold"):
             assert wanted in keys and keys[wanted][1] <= 120, (wanted, keys)
         await pilot.resize_terminal(100, 30)
         await pilot.pause(0.2)
@@ -174,7 +174,7 @@ async def test_a_remapped_key_keeps_its_place_in_the_footer(interpreter, tmp_pat
         await pilot.pause()
         keys = footer_keys(app)
         assert "Play" in keys and keys["Play"][1] <= 120
-        assert keys["Search"][0] < keys["Play"][0] < keys["Export"][0]  # where it was, not at the end
+        assert keys["Find"][0] < keys["Play"][0] < keys["Export"][0]  # where it was, not at the end
 
 
 def burst(app, *keys: str) -> None:
@@ -225,6 +225,10 @@ async def test_o_while_the_model_writes_cancels_it_and_esc_then_r_resumes(string
         await pilot.pause()
         screen = app.debugger
         assert screen.branch is main
+        pending = next(r for r in range(len(main)) if main.kind(r).value == "pending")
+        screen.step = pending
+        await pilot.pause()
+        assert "cancelled before this step (r" in rows(screen.state_panel)[0]  # not "not written yet"
         await pilot.press("G")
         await pilot.pause()
         assert "r resumes" in "\n".join(rows(screen.model_timeline))
