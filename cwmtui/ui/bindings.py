@@ -93,5 +93,32 @@ LEGEND = [
     ]),
 ]
 
+#: the command palette's line in ``?`` and the README
+PALETTE_HELP = "Command palette: every key's command, go to step, themes, layout"
 #: bindings the palette leaves out: help (the palette is help), quit (Textual's own), cancel
 PALETTE_SKIPS = frozenset({"app.help", "app.quit", "work.cancel"})
+
+
+def keys_markdown() -> str:
+    """The keys and the marks as the README lists them (between its ``<!-- keys -->`` markers):
+    made from the same tables as ``?``, so the two always agree (a test checks the README).
+    ``python -m cwmtui.ui.bindings`` prints it."""
+    def keys_of(binding: Binding) -> str:
+        shown = {"question_mark": "?", "left_square_bracket": "[", "right_square_bracket": "]", "colon": ":",
+                 "slash": "/", "plus": "+", "equals_sign": "=", "minus": "-", "escape": "esc",
+                 "pagedown": "pgdn", "pageup": "pgup", "shift+tab": "shift+tab"}
+        return " ".join(f"`{shown.get(key.strip(), key.strip())}`" for key in binding.key.split(","))
+
+    lines = ["| keys | does | id |", "|---|---|---|"]
+    for binding in BINDINGS:
+        lines.append(f"| {keys_of(binding)} | {binding.tooltip or binding.description} | `{binding.id}` |")
+    lines.append(f"| `ctrl+p` | {PALETTE_HELP} | |")
+    lines += ["", "| mark | where | means |", "|---|---|---|"]
+    for where, entries in LEGEND:
+        for mark, meaning in entries:
+            lines.append(f"| `{mark}` | {where} | {meaning} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(keys_markdown(), end="")

@@ -19,6 +19,7 @@ from ..terminal import printable, printable_block
 from ..trace import Frame
 from ..trace.source import SourceMap, source_lines
 from ..trace.tokens import strip_marker
+from .bindings import PALETTE_HELP
 from .keymap import keymap_path
 
 MODAL_CSS = """
@@ -317,8 +318,7 @@ class HelpScreen(ModalScreen[None]):
              binding.tooltip or binding.description, binding.id or "")
             for binding in self.bindings
         ]
-        self.rows.append(("ctrl+p", "Command palette: go to step, divergences, theme, export, layout",
-                          "app.command-palette"))
+        self.rows.append(("ctrl+p", PALETTE_HELP, "app.command-palette"))
         for row in self.rows:
             table.add_row(*row)
         marks = Table(box=None, expand=True, padding=(0, 1), show_header=True, header_style="bold")

@@ -312,3 +312,20 @@ async def test_export_saves_the_session_in_a_worker_not_on_the_ui_thread(strings
         await until(pilot, lambda: app.last_export is not None)
     assert threads == [False]
 
+
+
+def test_the_readme_lists_the_keys_and_marks_that_help_shows():
+    """#24: the README's key list and ?'s legend agree (both are made from the bindings table)."""
+    from cwmtui.ui.bindings import BINDINGS, LEGEND, keys_markdown
+
+    from .sessions import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("<!-- keys:")
+    listed = readme[readme.index("\n", start) + 1 : readme.index("<!-- /keys -->")]
+    assert listed == keys_markdown(), "run `python -m cwmtui.ui.bindings` and paste it into the README"
+    for binding in BINDINGS:
+        assert f"`{binding.id}`" in listed
+    for _, entries in LEGEND:
+        for mark, _meaning in entries:
+            assert f"`{mark}`" in listed
