@@ -115,6 +115,23 @@ def test_wrong_next_line_is_an_action_hallucination_and_paths_resynchronise(stra
     assert "meet again" in first.explanation
 
 
+def test_a_streaming_trace_is_not_re_laid_out_on_its_last_frame(strawberry):
+    """#24: while the model streams, a path that parted could 'meet again' on the model's last
+    frame alone: the rows were laid out with model-only steps (the truth column said "not on
+    the real path") and more rows than the truth has, then laid out again with the next frame.
+    A trace still being written confirms a meeting only with RESYNC_CONFIRM steps."""
+    program, truth = strawberry
+    frames = list(truth.frames)
+    extra = frames[4]  # one step of the loop too many, then the real path again
+    model = frames[:6] + [extra] + frames[6:]
+    for written in range(7, 9):  # the model's last frame is the first real one after the extra step
+        streaming = compare(truth, model[:written], RolloutStatus.RUNNING)
+        assert len(streaming.steps) == len(truth.frames), written
+        assert all(row.truth is not None for row in streaming.steps), written
+    final = compare(truth, model, RolloutStatus.ENDED)  # once confirmed, the extra step stands alone
+    assert sum(1 for row in final.steps if row.truth is None) == 1
+
+
 def test_missing_return_is_an_event_divergence_and_the_truth_row_stands_alone(strawberry):
     program, truth = strawberry
     frames = perturbed(program, truth, '<|return_sep|><|action_sep|>    return n\n<|arg_sep|>"3"<|frame_sep|>', "")

@@ -71,11 +71,14 @@ RESYNC_WINDOW = 48  # steps the two paths may drift apart and still be re-synchr
 RESYNC_CONFIRM = 3  # matching steps in a row that count as being back on the same path
 
 
-def _resync(a: list, b: list, i: int, j: int, same) -> tuple[int, int] | None:
+def _resync(a: list, b: list, i: int, j: int, same, b_grows: bool = False) -> tuple[int, int] | None:
     """The nearest (skip in a, skip in b) after which the paths run together again.
 
     Among the nearest candidates, the one whose steps also agree in state wins: in a loop the
     same lines come round again and again, and the values say which iteration is which.
+    A shorter run that reaches the end of a trace counts too, unless that trace still grows
+    (``b_grows``: a rollout still being written, whose next frame may part again): rows decided
+    on its last frame would be laid out again with every frame, jumping while it streams.
     """
     n, m = len(a), len(b)
     for total in range(1, RESYNC_WINDOW + 1):
@@ -88,7 +91,7 @@ def _resync(a: list, b: list, i: int, j: int, same) -> tuple[int, int] | None:
             run = 1
             while run < RESYNC_CONFIRM and ii + run < n and jj + run < m and a[ii + run] == b[jj + run]:
                 run += 1
-            if run == RESYNC_CONFIRM or ii + run == n or jj + run == m:
+            if run == RESYNC_CONFIRM or ii + run == n or (jj + run == m and not b_grows):
                 score = sum(1 for k in range(run) if same(ii + k, jj + k))
                 if score > best_score:
                     best, best_score = (skip_a, total - skip_a), score
@@ -97,7 +100,8 @@ def _resync(a: list, b: list, i: int, j: int, same) -> tuple[int, int] | None:
     return None
 
 
-def _rest_alignment(truth_keys: list, model_keys: list, start: int, same=lambda i, j: False) -> list[tuple[int | None, int | None]]:
+def _rest_alignment(truth_keys: list, model_keys: list, start: int, same=lambda i, j: False,
+                    model_grows: bool = False) -> list[tuple[int | None, int | None]]:
     """Rows for the two paths from ``start`` on, re-synchronised where (event, line) runs match.
 
     Greedy: where the paths differ, find the nearest pair of steps from which they run
@@ -114,7 +118,7 @@ def _rest_alignment(truth_keys: list, model_keys: list, start: int, same=lambda 
             i += 1
             j += 1
             continue
-        found = _resync(a, b, i, j, same)
+        found = _resync(a, b, i, j, same, model_grows)
         if found is None:
             # no common path in sight: pair steps one to one for half a window, then look again
             for _ in range(min(RESYNC_WINDOW // 2, n - i, m - j)):
@@ -176,7 +180,7 @@ def _compare(truth: Trace, frames: Sequence[Frame], status: RolloutStatus) -> Co
             t, m = truth_frames[ti], frames[mi]
             return t.locals == m.locals and t.arg == m.arg
 
-        alignment += _rest_alignment(truth_keys, model_keys, common, same)
+        alignment += _rest_alignment(truth_keys, model_keys, common, same, model_grows=status.stopped_early)
 
     model_changed = changed_names(frames)
     last_model_row = max((r for r, (_, m) in enumerate(alignment) if m is not None), default=-1)
