@@ -35,7 +35,7 @@ class Proportion:
         """``80.0% [49.0–94.3] (8/10)``, or ``— (0/0)``."""
         if not self.n:
             return "— (0/0)"
-        return f"{100 * self.value:.1f}% [{100 * self.low:.1f}–{100 * self.high:.1f}] ({self.successes}/{self.n})"
+        return f"{100 * self.successes / self.n:.1f}% [{100 * self.low:.1f}–{100 * self.high:.1f}] ({self.successes}/{self.n})"
 
 
 def wilson(successes: int, n: int, z: float = Z95) -> Proportion:
