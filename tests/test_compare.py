@@ -186,6 +186,72 @@ def test_budget_exhaustion(loop):
         assert result.steps[6].kind is StepKind.MISSING
 
 
+@pytest.mark.parametrize(
+    "cut, kind, variables",
+    [
+        ('<|line_sep|>{"xs": "..", "acc": "1', "budget", []),  # the truth's frame so far: acc is 11
+        ('<|line_sep|>{"xs": "..", "acc": "12', "state", ["acc"]),  # wrong from the value's second character
+        ('<|line_sep|>{"xs": "..", "acc": ".."', "state", ["acc"]),  # "unchanged" (4), but it is 11
+        ('<|line_sep|>{"xs": "..", "acc": "11"}<|action_sep|>', "state", ["x"]),  # the locals close without x
+        ('<|line_sep|>{"xs": "..", "acc": "11", "x": "..", "y', "state", []),  # a name the truth has not: cut
+        ('<|line_sep|>{"xs": "..", "acc": "11", "x": ".."}<|action_sep|>    ret', "action", []),
+        ('<|line_sep|>{"xs": "..", "acc": "11", "x": ".."}<|action_sep|>    for', "budget", []),
+        ('<|return_sep|><|action_sep|>    return acc\n', "event", []),
+        ('<|line_sep|>{"xs": "..", "acc": 11', "format", []),  # not a JSON string
+    ],
+)
+def test_a_frame_the_budget_cut_off_is_checked_as_far_as_it_was_written(loop, cut, kind, variables):
+    """A frame cut off by the budget (or the context) is no format error, but the text it got to
+    is compared with the truth's frame as the format writes it (".." against the model's own
+    last frame): where it already differs, that row is the divergence, not "every step it did
+    write agreed"; where it does not, it is budget exhaustion as before."""
+    program, truth = loop
+    frames = model_frames(program, render_frames(truth.frames[:6]) + cut)
+    assert len(frames) == 7 and frames[-1].is_error
+    for given, partial in ((frames, ""), (frames[:6], cut)):  # among the frames, or a rollout's partial
+        for status in (RolloutStatus.BUDGET, RolloutStatus.CONTEXT):
+            result = compare(truth, given, status, partial)
+            first = result.first_divergence
+            assert (first.step, first.kind, first.variables) == (6, kind, variables)
+            assert result.agreed_steps == 6 and result.verdict == "diverge"
+            row = result.steps[6]
+            if kind == "budget":
+                assert row.kind is StepKind.MISSING and row.model is None
+                assert "Every step it did write agreed" in first.explanation
+            else:
+                assert row.kind.value == kind and row.cut and row.model.raw == cut and row.model_index is None
+                assert "Every step it did write agreed" not in first.explanation
+                assert ("context" if status is RolloutStatus.CONTEXT else "token budget") in first.explanation
+            assert [s.kind for s in result.steps[7:]] == [StepKind.MISSING] * (len(truth.frames) - 7)
+    assert compare(truth, frames[:6], RolloutStatus.ENDED, cut).first_divergence.kind == "truncated"  # no cut: EOS
+
+
+def test_a_cut_return_value_that_is_already_wrong_is_a_value_divergence(loop):
+    program, truth = loop
+    head = render_frames(truth.frames[:10])
+    for cut, kind in (('<|return_sep|><|action_sep|>    return acc\n<|arg_sep|>"2', "budget"),
+                      ('<|return_sep|><|action_sep|>    return acc\n<|arg_sep|>"22', "value")):
+        first = compare(truth, model_frames(program, head)[:10], RolloutStatus.BUDGET, cut).first_divergence
+        assert (first.step, first.kind) == (10, kind)
+        if kind == "value":
+            assert first.variables == ["return"] and "22…" in first.explanation and "21" in first.explanation
+
+
+def test_a_cut_frame_after_a_frame_forced_whole_reads_its_dots_against_the_forced_frame(loop):
+    """Teacher forcing scores a frame forced whole as a format error, but the model went on from
+    the truth's frame there: the ".." of the frame the budget then cut off stand for its values."""
+    from cwmtui.analysis.recovery import score_forced
+
+    program, truth = loop
+    cut = render_frames(truth.frames[:7])[len(render_frames(truth.frames[:6])) :][:40]
+    assert cut.endswith('"acc": "11", "x')
+    result = score_forced(truth, truth.frames[:6], RolloutStatus.BUDGET, [5], cut)
+    assert [s.kind for s in result.steps[5:8]] == [StepKind.FORMAT, StepKind.MISSING, StepKind.MISSING]
+    wrong = score_forced(truth, truth.frames[:6], RolloutStatus.BUDGET, [4], cut.replace('"11"', '"12"'))
+    assert [s.kind for s in wrong.steps[4:7]] == [StepKind.FORMAT, StepKind.MATCH, StepKind.STATE]
+    assert wrong.steps[6].variables[0].name == "acc"
+
+
 def test_runaway_generation_is_extra(loop):
     program, truth = loop
     text = render_frames(truth.frames + truth.frames[1:4], end=False)
@@ -367,3 +433,19 @@ def test_a_rollout_status_has_one_name_and_compare_takes_only_it():
     with pytest.raises(ValueError):
         RolloutStatus.read("exploded")
     assert RolloutStatus.BUDGET == "budget" and RolloutStatus.BUDGET.label == "budget exhausted"
+
+
+def test_a_full_context_is_its_own_status_and_scored_as_budget_exhaustion(loop):
+    """The model's context being full is not the token budget running out (a larger
+    --token-budget does not help), but it ends the trace the same way: one property says so."""
+    program, truth = loop
+    assert RolloutStatus.read("context") is RolloutStatus.CONTEXT  # a saved file reads back
+    assert RolloutStatus.read("context full") is RolloutStatus.CONTEXT
+    assert RolloutStatus.CONTEXT == "context" and RolloutStatus.CONTEXT.label == "context full"
+    assert [s for s in RolloutStatus if s.out_of_tokens] == [RolloutStatus.BUDGET, RolloutStatus.CONTEXT]
+    frames = model_frames(program, render_frames(truth.frames[:6]) + '<|line_sep|>{"xs": "..", "ac')
+    result = compare(truth, frames, RolloutStatus.CONTEXT)
+    first = result.first_divergence
+    assert (first.kind, first.regime, first.step) == ("budget", "token-budget exhaustion", 6)
+    assert result.status is RolloutStatus.CONTEXT and result.steps[6].kind is StepKind.MISSING
+    assert "context" in first.explanation and "--token-budget" not in first.explanation

@@ -86,6 +86,42 @@ def test_each_kind_of_failure_from_a_replay(capsys, tmp_path, cut, kind):
     assert json.loads(out)["first_divergence"]["kind"] == kind
 
 
+def test_an_empty_generation_diverges_at_step_0(capsys, tmp_path):
+    """The model wrote nothing (real CWM failures on CRUXEval samples 248, 325, 756): no step
+    agrees, not the one the harness seeded."""
+    path = replay_file(tmp_path, "")
+    code, out, err = run(capsys, "--replay", path, "--json")
+    assert code == 1, err
+    data = json.loads(out)
+    assert data["verdict"] == "diverge" and data["agreed_steps"] == 0 and data["tokens"]["trace"] == 0
+    assert (data["first_divergence"]["step"], data["first_divergence"]["kind"]) == (0, "budget")
+    assert all(step["model"] is None for step in data["steps"])
+    code, out, err = run(capsys, "--replay", path)
+    assert code == 1 and "Traceback" not in out + err
+    assert "first divergence: step 0" in out and "no frame" in " ".join(out.split())
+
+
+def test_a_cut_frame_already_wrong_is_the_divergence_in_diff_and_in_the_saved_session(capsys, tmp_path):
+    """#24: the frame a recording stops in (the budget cut it) is checked as far as it was
+    written, in the session diff and the debugger share: a value already wrong there is the
+    divergence, not 'every step it did write agreed'; a saved session keeps the cut text."""
+    tracer = ROOT / "tests" / "fixtures" / "tracer_generations.jsonl"
+    record = next(r for r in map(json.loads, tracer.read_text().splitlines()) if r["id"] == "classify_cut")
+    generation = record["generation"]
+    cut_at = generation.rindex("<|frame_sep|>") + len("<|frame_sep|>")
+    wrong = generation[:cut_at] + '<|line_sep|>{"values": "..", "seen": "{3'
+    path = tmp_path / "wrong.jsonl"
+    path.write_text(json.dumps({**record, "generation": wrong}) + "\n")
+    saved = tmp_path / "s.json"
+    code, out, err = run(capsys, "--replay", str(path), "--json", "--save", str(saved))
+    assert code == 1, err
+    first = json.loads(out)["first_divergence"]
+    assert (first["kind"], first["variables"]) == ("state", ["seen"])
+    again = DebugSession.load(str(saved))
+    again.main.comparison = None
+    assert again.compare_branch(again.main).first_divergence.to_json()["kind"] == "state"  # recompared: the same
+
+
 def test_save_writes_a_session_that_reopens_with_the_same_comparison(capsys, tmp_path):
     saved = tmp_path / "s.json"
     code, out, err = run(capsys, "--replay", REAL, "--id", "sample_19", "--json", "--save", str(saved))

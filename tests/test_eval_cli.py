@@ -222,6 +222,30 @@ def test_real_cwm_generations_are_scored_and_classed_for_triage(capsys, tmp_path
     }
 
 
+def test_recorded_generations_that_are_empty_or_cut_wrong_are_scored_where_they_go_wrong(capsys, tmp_path):
+    """An empty generation diverges at step 0 (no seeded frame is made up for it); a generation
+    the budget cut off inside a value that is already wrong diverges there, as that state."""
+    from pathlib import Path
+
+    fixture = Path(__file__).parent / "fixtures" / "cwm_cruxeval_generations.jsonl"
+    sample = next(r for r in map(json.loads, fixture.read_text().splitlines()) if r["id"] == "sample_0")
+    generation = sample["generation"]
+    at = generation.index("<|line_sep|>", 600)  # model frame 8: output is [(4, 1), (4, 1)]
+    lines = [
+        {**sample, "id": "empty", "generation": ""},
+        {**sample, "id": "cut_right", "generation": generation[:at] + '<|line_sep|>{"nums": "..", "output": "[(4, 1), (4'},
+        {**sample, "id": "cut_wrong", "generation": generation[:at] + '<|line_sep|>{"nums": "..", "output": "[(4, 1), (3'},
+    ]
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    results = tmp_path / "results.jsonl"
+    report = run_json(capsys, str(replay), "--replay", str(replay), "--out", str(results))
+    triage = {r["id"]: (r["class"], r["step"], r["status"]) for r in map(json.loads, results.read_text().splitlines())}
+    assert triage == {"empty": ("budget", 0, "budget"), "cut_right": ("budget", 8, "budget"), "cut_wrong": ("state", 8, "budget")}
+    assert report["first_divergence_kinds"] == {"budget": 2, "state": 1}
+    assert report["truncations"]["budget"] == 3
+
+
 class FlakyBackend:
     """Ends every trace at once, except on a program holding ``boom``: there the "server" fails."""
 

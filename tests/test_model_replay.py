@@ -76,6 +76,51 @@ def test_a_cut_generation_is_budget_exhaustion_with_the_partial_frame_kept():
     assert len(rollout.partial) == 25 and rollout.partial.startswith(tokens.LINE_SEP)
 
 
+def test_a_cut_generation_already_wrong_in_its_cut_frame_diverges_there(interpreter, tmp_path):
+    """The frame the recording stops in is compared as far as it goes (the comparison ``diff``,
+    ``eval`` and the debugger share): cut inside a value that is already wrong, the divergence is
+    that state, at that step, not budget exhaustion after agreeing steps."""
+    from cwmtui.analysis.compare import compare
+
+    cut = replay(TRACER, "classify_cut")
+    truth = interpreter.trace(cut.program)
+    first = compare(truth, cut.frames, cut.status, cut.partial).first_divergence
+    assert (first.step, first.kind) == (7, "budget")  # the cut text is the truth's so far
+    record = records(TRACER)["classify_cut"]
+    path = tmp_path / "wrong.jsonl"
+    wrong = record["generation"][: -len(cut.partial)] + '<|line_sep|>{"values": "..", "seen": "{3'
+    path.write_text(json.dumps({**record, "generation": wrong}) + "\n")
+    rollout = replay(str(path), "classify_cut")
+    assert rollout.status is RolloutStatus.BUDGET and rollout.frames == cut.frames
+    first = compare(truth, rollout.frames, rollout.status, rollout.partial).first_divergence
+    assert (first.step, first.kind, first.variables, first.regime) == (7, "state", ["seen"], "state error")
+    assert "{3…" in first.explanation and "{2}" in first.explanation
+
+
+def test_an_empty_generation_is_no_frame_not_a_seeded_entry_that_agrees(interpreter, tmp_path):
+    """An empty generation (real CWM failures: CRUXEval samples 248, 325, 756) is the model
+    writing nothing: no seeded entry frame is made up for it, so it diverges at step 0."""
+    from cwmtui.analysis.compare import compare
+
+    record = records(REAL)["sample_0"]
+    path = tmp_path / "empty.jsonl"
+    path.write_text(json.dumps({**record, "id": "empty", "generation": ""}) + "\n")
+    assert not load_replay(str(path))[0].seeded
+    rollout = replay(str(path), "empty")
+    assert rollout.frames == [] and rollout.status is RolloutStatus.BUDGET and rollout.text() == ""
+    assert "empty" in rollout.message
+    program = cruxeval_program(record["code"], record["input"])
+    prompt_only = "".join([tokens.BEGIN_OF_TEXT, tokens.TRACE_CONTEXT_START, program.source, tokens.FRAME_SEP])
+    truth = interpreter.trace(program)
+    for model in (rollout, replay_rollout(program, ""), replay_rollout(program, prompt_only)):
+        assert model.frames == []
+        result = compare(truth, model.frames, model.status, model.partial)
+        assert result.verdict == "diverge" and result.agreed_steps == 0
+        first = result.first_divergence
+        assert (first.step, first.kind) == (0, "budget")
+        assert "no frame" in first.explanation and "agreed" not in first.explanation
+
+
 @pytest.mark.parametrize("record_id", list(records(REAL)))
 def test_real_cwm_generations_replay_frame_for_frame(record_id):
     record = records(REAL)[record_id]

@@ -375,9 +375,9 @@ def test_rewind_past_the_end_is_refused(scripted, program, truth):
         rollout.rewind(5)
 
 
-def test_the_models_context_ends_the_rollout_as_budget_exhaustion(model_dir, interpreter):
-    """A model sees only its context: the rollout stops there as budget exhaustion, whatever
-    --token-budget says, and never feeds the model more positions than it has."""
+def test_the_models_context_ends_the_rollout_as_context_full(model_dir, interpreter):
+    """A model sees only its context: the rollout stops there (context full, not the budget),
+    whatever --token-budget says, and never feeds the model more positions than it has."""
     source = "def f(n):  # << START_OF_TRACE\n    total = 0\n    for i in range(n):\n        total += i\n    return total\n"
     program = program_from_source(source, "loop.py", call="f(50)")
     truth = interpreter.trace(program)
@@ -386,8 +386,59 @@ def test_the_models_context_ends_the_rollout_as_budget_exhaustion(model_dir, int
         scripted.context_length = len(scripted.encode_segments(prompt_segments(program.source))) + 300
         rollout = Rollout(scripted, program, truth.frames[0], RolloutOptions(token_budget=100_000))
         rollout.run()
-        assert rollout.status is RolloutStatus.BUDGET
-        assert "context of" in rollout.message
+        assert rollout.status is RolloutStatus.CONTEXT
+        assert f"context of {scripted.context_length} tokens is full" in rollout.message
         assert len(rollout.ids) <= scripted.context_length
         assert 0 < len(rollout.frames) < len(truth.frames)
         assert [f.action for f in rollout.frames] == [f.action for f in truth.frames[: len(rollout.frames)]]
+
+
+# -- the model's context vs the token budget (an oracle model: no weights) -------------------
+
+
+@pytest.fixture(scope="module")
+def oracle_case(interpreter):
+    from cwmtui.interpreter import load_program
+
+    from .conftest import GOLDEN
+
+    program = load_program(str(GOLDEN / "strawberry.py"), call="f('r')")
+    return program, interpreter.trace(program)
+
+
+@pytest.mark.parametrize("room", [0, 200])
+def test_a_small_context_ends_as_context_full_naming_its_size(oracle_case, room):
+    """Where the model's context, not the token budget, runs out, the status says so (between
+    frames, or in the middle of one) and the message names the context's size; it is scored
+    as token-budget exhaustion all the same."""
+    from cwmtui.analysis.compare import compare
+
+    from .world_models import OracleBackend
+
+    program, truth = oracle_case
+    backend = OracleBackend(program, truth.frames)
+    prompt = len(backend.encode_segments(prompt_segments(program.source)))
+    entry = len(backend.encode_segments(frames_segments(truth.frames[:1])))
+    backend.context_length = prompt + entry + room
+    rollout = Rollout(backend, program, truth.frames[0], RolloutOptions(token_budget=100_000))
+    assert rollout.run() is RolloutStatus.CONTEXT
+    assert rollout.status.label == "context full" and rollout.status.out_of_tokens
+    assert f"context of {backend.context_length} tokens is full" in rollout.message
+    assert len(rollout.ids) <= backend.context_length
+    assert 0 < len(rollout.frames) < len(truth.frames) and rollout.frames == truth.frames[: len(rollout.frames)]
+    assert bool(rollout.partial) == bool(room)  # room for some frames: the last one is cut off
+    first = compare(truth, rollout.frames, rollout.status, rollout.partial).first_divergence
+    assert (first.kind, first.regime, first.step) == ("budget", "token-budget exhaustion", len(rollout.frames))
+    assert rollout.step() is None
+
+
+def test_a_large_context_and_a_small_budget_end_as_budget_exhausted(oracle_case):
+    from .world_models import OracleBackend
+
+    program, truth = oracle_case
+    backend = OracleBackend(program, truth.frames)
+    backend.context_length = 131_072
+    rollout = Rollout(backend, program, truth.frames[0], RolloutOptions(token_budget=300))
+    assert rollout.run() is RolloutStatus.BUDGET
+    assert rollout.status.label == "budget exhausted" and rollout.status.out_of_tokens
+    assert "of 300 tokens used" in rollout.message and "context" not in rollout.message

@@ -503,7 +503,7 @@ def test_the_servers_context_length_ends_a_long_trace_as_context_full(vllm, prog
     with quick(vllm.url) as backend:
         assert backend.context_length == prompt + 30
         rollout = Rollout(backend, program, truth.frames[0])
-        assert rollout.run() is RolloutStatus.BUDGET  # not an HTTP 400
+        assert rollout.run() is RolloutStatus.CONTEXT  # not an HTTP 400
     assert "context of" in rollout.message and "is full" in rollout.message
     assert all(len(p["prompt"]) + p["max_tokens"] <= prompt + 30 for path, p in vllm.requests if path == "/v1/completions")
 

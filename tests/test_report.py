@@ -101,6 +101,9 @@ def test_rates_over_a_mixed_batch():
     assert report["regimes"] == {"state error": 2, "token-budget exhaustion": 1}
     assert report["truncations"] == {"budget": 1, "frame_limit": 0, "max_frames": 0}
     assert report["tokens"]["processed_total"] == 240
+    context_full = make("context", truth, exact(truth)[:2], status=RolloutStatus.CONTEXT)
+    assert context_full["status"] == "context" and context_full["class"] == "budget"
+    assert aggregate(records + [context_full])["truncations"]["budget"] == 2  # the budget regime too
     assert report["timings"]["model_s"] == pytest.approx(2.0)
 
 

@@ -12,6 +12,7 @@ shown side by side and steps where the model is back on the real path are compar
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 from ..trace import Event, Frame, RolloutStatus, Status, Trace
@@ -30,8 +31,9 @@ from .comparison import (
     SavedSteps,
     SavedAlignment,
 )
-from .comparison import MODEL_ONLY_STEP, SKIPPED_STEP, _compare_pair, _path_kind
-from .explain import _a, _agreed, _end_story, _extra_story, _override_story, _path_story, _where
+from .comparison import CUT_NOTE, MODEL_ONLY_STEP, SKIPPED_STEP, _compare_pair, _path_kind
+from .cut_frame import judge_cut, model_base
+from .explain import _a, _agreed, _cut_story, _end_story, _extra_story, _override_story, _path_story, _where
 
 #: the data types live in comparison.py; they are imported from here too
 __all__ = ["StepKind", "VariableDiff", "StepComparison", "REGIMES", "Divergence", "Comparison", "SavedSteps", "SavedAlignment", "compare", "divergence_at", "action_key", "changed_names", "SKIPPED_STEP", "MODEL_ONLY_STEP"]
@@ -153,16 +155,25 @@ def _truth_facts(frames: Sequence[Frame]) -> tuple[list, list[set[str]]]:
     return keys, changed
 
 
-def compare(truth: Trace, frames: Sequence[Frame], status: RolloutStatus = RolloutStatus.ENDED) -> Comparison:
-    """Compare the truth with a model's frames; ``status``: why the model's trace stopped."""
+def compare(truth: Trace, frames: Sequence[Frame], status: RolloutStatus = RolloutStatus.ENDED,
+            partial: str = "") -> Comparison:
+    """Compare the truth with a model's frames; ``status``: why the model's trace stopped.
+
+    A model that ran out of tokens (budget or context) may have stopped in the middle of a
+    frame: its text is ``partial`` (a rollout's ``partial``: its frames never hold it), or else
+    the last of ``frames`` as an unterminated error frame. That frame is no format error; but
+    where what it had written already differs from the interpreter's frame at its row, the row
+    is a divergence."""
     if not isinstance(status, RolloutStatus):
         raise TypeError(f"compare() takes a RolloutStatus, not {status!r} (RolloutStatus.read() reads a saved one)")
     with collector_paused():  # a row, two sets and a list a step: the collector would rescan them
-        return _compare(truth, frames, status)
+        return _compare(truth, frames, status, partial)
 
 
-def _compare(truth: Trace, frames: Sequence[Frame], status: RolloutStatus) -> Comparison:
-    if status is RolloutStatus.BUDGET and frames and frames[-1].is_error:
+def _compare(truth: Trace, frames: Sequence[Frame], status: RolloutStatus, partial: str = "") -> Comparison:
+    cut_text = partial if status.out_of_tokens else ""
+    if status.out_of_tokens and not cut_text and frames and frames[-1].is_error:
+        cut_text = frames[-1].raw or ""
         frames = frames[:-1]  # the frame the budget cut off in the middle: not a format error
     truth_frames = truth.frames
     truth_partial = not truth.status.whole and truth.status.kind in (Status.LIMIT, Status.DIED)
@@ -226,6 +237,14 @@ def _compare(truth: Trace, frames: Sequence[Frame], status: RolloutStatus) -> Co
             )
         )
 
+    if cut_text and last_model_row + 1 < len(steps) and steps[last_model_row + 1].kind is StepKind.MISSING:
+        row = last_model_row + 1
+        cut_truth = steps[row].truth
+        judged = judge_cut(cut_truth, cut_text, model_base(frames, truth_frames, alignment)) if cut_truth else None
+        if judged is not None:
+            kind, model, variables = judged
+            steps[row] = replace(steps[row], model=model, kind=kind, variables=variables, note=CUT_NOTE)
+
     result = Comparison(steps, None, alignment, "agree", status, 0, truth.status.ending)
     first = next((row for row in steps if row.kind.is_divergence), None)
     if first is not None:
@@ -246,13 +265,15 @@ def divergence_at(steps: Sequence[StepComparison], row: int, status: RolloutStat
     kind = here.kind
     if not kind.is_divergence:
         return None
-    if kind in (StepKind.STATE, StepKind.VALUE):
+    if here.cut and here.truth is not None:
+        return _cut_divergence(here, steps, status)
+    if kind in (StepKind.STATE, StepKind.VALUE) and here.variables:
         return _state_divergence(here, steps)
     n_truth = sum(1 for s in steps if s.truth is not None)
     n_model = sum(1 for s in steps if s.model is not None)
     agreed = sum(1 for s in steps[:row] if s.kind is StepKind.MATCH)
     if kind is StepKind.MISSING:
-        name = {RolloutStatus.BUDGET: "budget", RolloutStatus.FRAME_LIMIT: "format"}.get(status, "truncated")
+        name = "budget" if status.out_of_tokens else "format" if status is RolloutStatus.FRAME_LIMIT else "truncated"
         done = sum(1 for s in steps[:row] if s.model is not None)
         story = _end_story(name, status, here.truth, done, n_truth)
         return _make(here, name, [], False, story, here.truth, None)
@@ -331,3 +352,16 @@ def _state_divergence(row: StepComparison, steps: Sequence[StepComparison]) -> D
     if later:
         story += f" The wrong state later sends the model down another path (step {later[0].step})."
     return _make(row, kind, names, string_valued, story, row.truth, row.model)
+
+
+# -- a frame the model ran out of tokens in the middle of (judged in cut_frame.py) ---------
+
+
+def _cut_divergence(row: StepComparison, steps: Sequence[StepComparison], status: RolloutStatus) -> Divergence:
+    """The divergence of a row whose model frame was cut off but already differs."""
+    kind = row.kind.value
+    first = row.variables[0] if row.variables else None
+    string_valued = kind in ("state", "value") and first is not None and first.type_name == "str"
+    matched = sum(1 for s in steps[: row.step] if s.kind is StepKind.MATCH)
+    story = _cut_story(kind, status, row.truth, row.model, first, row.step, matched)
+    return _make(row, kind, [v.name for v in row.variables], string_valued, story, row.truth, row.model)

@@ -75,6 +75,12 @@ class StepComparison:
     order_differs: bool = False  # same locals, listed in another order (still a match)
     note: str = ""
 
+    @property
+    def cut(self) -> bool:
+        """The model's frame here is the text of a frame the budget cut off (not one of its
+        frames: ``model_index`` is None); it counts as no frame in the scores."""
+        return self.model is not None and self.model.error == CUT_FRAME
+
     def to_json(self) -> dict:
         data = {
             "step": self.step,
@@ -236,7 +242,7 @@ class Comparison:
         # every model frame is on a row, but for a last frame the token budget cut off (compare()
         # leaves it out): a comparison saved while frames kept coming is stale
         status = RolloutStatus.read(data["status"])  # (ValueError: a damaged file)
-        cut = status is RolloutStatus.BUDGET and frames and frames[-1].is_error
+        cut = status.out_of_tokens and frames and frames[-1].is_error
         if steps.model_frames != len(frames) and not (cut and steps.model_frames == len(frames) - 1):
             raise ValueError(f"the comparison covers {steps.model_frames} of the model's {len(frames)} frames")
         first = data.get("first_divergence")
@@ -252,7 +258,7 @@ class Comparison:
 
     def metrics(self) -> dict:
         """Table 9 style scores over the rows where both sides have a frame."""
-        paired = [r for r in self.steps if r.truth is not None and r.model is not None]
+        paired = [r for r in self.steps if r.truth is not None and r.model is not None and not r.cut]
         states = [r for r in paired if r.truth is not None and r.truth.event in (Event.CALL, Event.LINE)
                   and r.kind in (StepKind.MATCH, StepKind.STATE)]
         truth_rows = [r for r in self.steps if r.truth is not None]
@@ -475,6 +481,15 @@ def _compare_pair(truth: Frame, model: Frame) -> tuple[StepKind, list[VariableDi
 
 SKIPPED_STEP = "the model's path skips this step"
 MODEL_ONLY_STEP = "a step only the model's path takes"
+
+#: the error of a model frame the token budget (or the model's context) cut off in the middle:
+#: on its row when what it had written already differs from the interpreter's frame
+CUT_FRAME = "frame cut off: the model ran out of tokens"
+CUT_NOTE = "the model ran out of tokens in the middle of this frame"
+
+#: a step whose whole frame had to be forced from the truth (the model could not write its state)
+#: is scored as this format error, in the debugger, ``diff`` and ``eval`` alike
+FORCED_WHOLE = "the model could not write this frame; the truth's was forced"
 
 
 def _row_details(truth: Frame | None, model: Frame | None, kind: StepKind) -> tuple[list[VariableDiff], bool, str]:

@@ -9,7 +9,8 @@ from typing import Sequence
 from ..trace import Frame, RolloutStatus
 
 
-from .comparison import StepComparison, StepKind
+from .comparison import StepComparison, StepKind, VariableDiff
+from .values import shorten
 
 
 def _a(noun: str) -> str:
@@ -72,11 +73,22 @@ def _path_story(kind: str, truth: Frame, model: Frame, steps: Sequence[StepCompa
 def _end_story(kind: str, status: RolloutStatus, truth: Frame | None, step: int, n_truth: int) -> str:
     remaining = n_truth - step
     if kind == "budget":
+        context = status is RolloutStatus.CONTEXT
+        if step == 0:
+            return (
+                f"The model's trace has no frame: it stopped before its first step "
+                f"({'its context was full' if context else 'its token budget ran out, or the recorded generation is empty'}), "
+                f"where the interpreter's trace has {n_truth} steps, starting with {_where(truth)}. "
+                "No step of the model's can agree with the interpreter's."
+            )
+        used = "filled its context" if context else "used up its token budget"
+        more = ("a model with a longer context (or a shorter program) lets it go on" if context
+                else "a larger --token-budget lets it go on")
         return (
-            f"The model used up its token budget after {step} steps, with {remaining} of the interpreter's "
+            f"The model {used} after {step} steps, with {remaining} of the interpreter's "
             f"{n_truth} steps still to go (the next would be {_where(truth)}). Every step it did write agreed with "
             "the interpreter. This is token-budget exhaustion: a long trace (many loop iterations, long values) "
-            "runs out of tokens before it runs out of steps; a larger --token-budget lets it go on."
+            f"runs out of tokens before it runs out of steps; {more}."
         )
     if kind == "format":
         return (
@@ -94,6 +106,42 @@ def _end_story(kind: str, status: RolloutStatus, truth: Frame | None, step: int,
         f"The model ended the trace (end of text) after {step} steps, but the interpreter goes on for "
         f"{remaining} more, starting with {_where(truth)}. Every step the model wrote agreed: it stopped too early."
     )
+
+
+def _cut_story(kind: str, status: RolloutStatus, truth: Frame | None, model: Frame | None,
+               first: VariableDiff | None, step: int, matched: int) -> str:
+    """A frame the model ran out of tokens in the middle of, whose text already differs."""
+    limit = "the model's context filled up" if status is RolloutStatus.CONTEXT else "the token budget ran out"
+    story = f"At step {step} {limit} in the middle of the model's frame, but what it had written of it already differs: "
+    written = shorten((model.raw if model is not None else "") or "")
+    if kind == "state" and first is not None and first.missing:
+        story += f"its locals before {_where(truth)} close without `{first.name}`, which holds {shorten(first.expected)}."
+    elif kind == "state" and first is not None and first.extra:
+        story += f"its locals before {_where(truth)} have a `{first.name}` that the real program does not have yet."
+    elif kind == "state" and first is not None:
+        story += (
+            f"before {_where(truth)} runs, the model thinks `{first.name}` is {shorten(first.predicted)} but it is "
+            f"{shorten(first.expected)} ({_a(first.type_name)})."
+        )
+    elif kind == "state":
+        story += f"the locals it began to write before {_where(truth)} are not the interpreter's ({written})."
+    elif kind == "value" and first is not None:
+        what = "exception" if first.name == "raise" else "return value"
+        story += f"at {_where(truth)} it began the {what} {shorten(first.predicted)}, but it is {shorten(first.expected)}."
+    elif kind in ("action", "event") and model is not None and model.event is not None:
+        line = model.action.strip()
+        began = f"{_a(_event(model))} event" + (f" at `{line}…`" if line else "")
+        story += f"the interpreter has {_a(_event(truth)) if truth is not None else 'an'} event at {_where(truth)}, but the model began {began}."
+    else:
+        story += f"the text ({written}) does not follow the CWM trace format; the interpreter's step is {_where(truth)}."
+    story += " " + _agreed(step, matched)
+    if kind in ("action", "event"):
+        story += " This is an action hallucination, not token-budget exhaustion: the tokens ran out after the model had left the real path."
+    elif kind in ("state", "value"):
+        story += " This is a state error, not token-budget exhaustion: the tokens ran out after the state had gone wrong."
+        if first is not None and first.type_name == "str":
+            story += " The wrong value is a string: string-valued state is where CWM fails most."
+    return story
 
 
 def _extra_story(model: Frame | None, step: int, n_model: int, ending: str = "the entry function returned") -> str:

@@ -14,12 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ..trace import Frame
+from ..trace import Frame, RolloutStatus
 from .compare import Comparison, Divergence, StepKind, compare, divergence_at
-
-#: a step whose whole frame had to be forced from the truth (the model could not write its state)
-#: is scored as this format error, in the debugger, ``diff`` and ``eval`` alike
-FORCED_WHOLE = "the model could not write this frame; the truth's was forced"
+from .comparison import FORCED_WHOLE
 
 
 def scored_frames(frames: Sequence[Frame], forced_steps: Sequence[int]) -> list[Frame]:
@@ -35,10 +32,10 @@ def scored_frames(frames: Sequence[Frame], forced_steps: Sequence[int]) -> list[
     return scored
 
 
-def score_forced(truth, frames: Sequence[Frame], status, forced_steps: Sequence[int]) -> Comparison:
+def score_forced(truth, frames: Sequence[Frame], status, forced_steps: Sequence[int], partial: str = "") -> Comparison:
     """The one scoring of a rollout with forced frames (``truth``: the interpreter's Trace):
-    :func:`compare` of :func:`scored_frames`."""
-    return compare(truth, scored_frames(frames, forced_steps), status)
+    :func:`compare` of :func:`scored_frames` (``partial``: the rollout's, see :func:`compare`)."""
+    return compare(truth, scored_frames(frames, forced_steps), status, partial)
 
 
 @dataclass
@@ -173,8 +170,9 @@ def teacher_force(
 
 def _stopped(rollout) -> bool:
     status = getattr(rollout, "status", None)
-    name = getattr(status, "name", str(status)).upper()
-    return name in ("BUDGET", "CANCELLED", "MAX_FRAMES")
+    if not isinstance(status, RolloutStatus):
+        return False
+    return status.out_of_tokens or status in (RolloutStatus.CANCELLED, RolloutStatus.MAX_FRAMES)
 
 
 def _cancelled(cancel) -> bool:

@@ -13,8 +13,8 @@ report can be rebuilt from a file without a model. Definitions:
 - ``first_divergence_kinds`` / ``regimes``: how many programs first diverged in each way;
 - ``string_valued``: share of string-valued outputs among all programs vs among output failures
   (the paper's 46%-vs-73% analysis on CRUXEval);
-- ``truncations``: programs whose rollout hit the token budget, the per-frame limit or the frame
-  cap;
+- ``truncations``: programs whose rollout hit the token budget (or filled the model's context:
+  counted under ``budget`` too), the per-frame limit or the frame cap;
 - ``by_n`` (S5): accuracy per number of swaps, free-running and teacher-forced;
 - ``by_depth`` / ``by_type`` / ``by_form`` (composition zoo): accuracy per composition depth,
   per value type with the ``p**d`` baseline (``p`` = that type's depth-1 accuracy), and nested
@@ -54,7 +54,7 @@ def condition_metrics(views: list[dict]) -> dict:
     regimes = Counter(
         v["first_divergence"].get("regime") or "unclassified" for v in views if v.get("first_divergence")
     )
-    statuses = Counter(normal_status(v.get("status")) for v in views)
+    statuses = Counter(_truncation(normal_status(v.get("status"))) for v in views)
     return {
         "count": count,
         "output_accuracy": rate(correct, count),
@@ -66,6 +66,11 @@ def condition_metrics(views: list[dict]) -> dict:
         "regimes": dict(regimes.most_common()),
         "truncations": {status: statuses.get(status, 0) for status in TRUNCATION_STATUSES},
     }
+
+
+def _truncation(status: str) -> str:
+    """The truncation a status counts as: a full context is the budget regime too."""
+    return RolloutStatus.BUDGET.value if status == RolloutStatus.CONTEXT.value else status
 
 
 def normal_status(status) -> str:

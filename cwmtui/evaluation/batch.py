@@ -87,7 +87,7 @@ def evaluate_case(backend, suite: str, truth: Truth, options: BatchOptions, canc
     began = time.perf_counter()
     rollout = free_rollout(backend, truth, rollout_options, cancel)
     model_seconds = time.perf_counter() - began
-    comparison = compare(trace, rollout.frames, rollout.status)
+    comparison = compare(trace, rollout.frames, rollout.status, rollout.partial)
     free = condition_summary(trace, rollout.frames, rollout.status.value, rollout.text(), comparison)
     tokens = {"trace": rollout.tokens_used, "processed": rollout.tokens_processed}
     timings = {"truth_s": round(truth.seconds, 4), "model_s": round(model_seconds, 4)}
@@ -132,7 +132,7 @@ def teacher_forced_summary(backend, truth: Truth, rollout_options, cancel=None) 
         rollout = Rollout(backend, truth.case.program, trace.frames[0], rollout_options)
         forced = teacher_force(rollout, trace.frames, cancel=cancel)
     frames = scored_frames(rollout.frames, forced)
-    comparison = score_forced(trace, rollout.frames, rollout.status, forced)
+    comparison = score_forced(trace, rollout.frames, rollout.status, forced, rollout.partial)
     summary = condition_summary(trace, frames, rollout.status.value, rollout.text(), comparison)
     summary["forced_steps"] = sorted(i for i in forced if i > 0)
     summary["tokens"] = {"trace": rollout.tokens_used, "processed": rollout.tokens_processed}
@@ -188,7 +188,7 @@ class RecordedGenerations:
 
         rollout = replay_rollout(case.program, data["generation"])
         recorded = data.get("status")
-        if rollout.status is RolloutStatus.BUDGET and isinstance(recorded, str):
+        if rollout.status.out_of_tokens and isinstance(recorded, str):
             # the recording just stops; a results file says why (a frame limit, the frame cap)
             try:
                 rollout.status = RolloutStatus.read(recorded)

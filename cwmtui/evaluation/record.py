@@ -77,7 +77,7 @@ def frame_matches(truth: Trace, frames: list[Frame], comparison=None) -> tuple[i
     """
     steps = getattr(comparison, "steps", None)
     if steps is not None:
-        rows = [row for row in steps if row.truth is not None and row.model is not None]
+        rows = [row for row in steps if row.truth is not None and row.model is not None and not getattr(row, "cut", False)]
         kinds = [getattr(row.kind, "value", row.kind) for row in rows]
         return sum(1 for k in kinds if k in ("match", "state", "value")), sum(1 for k in kinds if k == "match")
     actions = states = 0

@@ -40,7 +40,7 @@ def summary_table(report: dict) -> Table:
             cells.append(pct(published.get(key)) if key in published else "")
         table.add_row(*cells)
     truncations = report.get("truncations", {})
-    cells = ["truncated by the token budget", str(truncations.get("budget", 0))]
+    cells = ["truncated by the token budget or context", str(truncations.get("budget", 0))]
     if forced:
         cells.append(str(forced.get("truncations", {}).get("budget", 0)))
     if published:

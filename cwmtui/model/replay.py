@@ -67,6 +67,13 @@ def split_prompt(text: str) -> tuple[str | None, str]:
     return context, frames
 
 
+def starts_after_seed(text: str) -> bool:
+    """Does a recorded generation (frames text, no prompt) start after a seeded entry call frame
+    (ASSERT-KTH style)? It does when it starts with anything but an entry call frame; an empty
+    generation does not: the model wrote nothing, so nothing of its trace is there, seeded or not."""
+    return bool(text) and not text.startswith(tokens.CALL_SEP)
+
+
 def record_from(data: dict, where: str, line: int = 0) -> ReplayRecord:
     """One replay record from its JSON object; ModelError naming ``where`` if it is unusable."""
     if not isinstance(data, dict):
@@ -98,8 +105,7 @@ def record_from(data: dict, where: str, line: int = 0) -> ReplayRecord:
             raise ModelError(f"{where}: no program: needs 'program', or 'code' and 'input'")
     except ProgramError as exc:
         raise ModelError(f"{where}: {exc}") from None
-    seeded = not text.startswith(tokens.CALL_SEP)
-    return ReplayRecord(record_id, program, text, seeded, line)
+    return ReplayRecord(record_id, program, text, starts_after_seed(text), line)
 
 
 def _program(source: str, name: str, call: str | None) -> Program:
@@ -218,7 +224,7 @@ def replay_rollout(program: Program, generation_text: str, tokenizer: HFTokenize
     from .rollout import Rollout
 
     _context, text = split_prompt(generation_text)
-    record = ReplayRecord("generation", program, text, not text.startswith(tokens.CALL_SEP))
+    record = ReplayRecord("generation", program, text, starts_after_seed(text))
     rollout = Rollout(ReplayBackend(record, tokenizer), program, None)
     rollout.run()
     return rollout

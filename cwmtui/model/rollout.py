@@ -130,7 +130,7 @@ class Rollout:
             # The model cannot see past its context: that is where its budget really ends.
             remaining = context - len(self._ids)
             if remaining <= 0:
-                self._stop(RolloutStatus.BUDGET, f"budget exhausted: the model's context of {context} tokens is full")
+                self._stop(RolloutStatus.CONTEXT, self._context_full())
                 return None
         if remaining <= 0:
             self._stop(RolloutStatus.BUDGET, f"budget exhausted: {self.tokens_used} of {options.token_budget} tokens used")
@@ -191,15 +191,18 @@ class Rollout:
             return frame
         if done == "end":  # a replay ran out of recorded tokens
             self.partial = "".join(self._clean(self.backend.segments(ids)))
-            self._stop(RolloutStatus.BUDGET, "budget exhausted: the recorded generation stops here")
+            if not ids and not self.frames:
+                self._stop(RolloutStatus.BUDGET, "budget exhausted: the recorded generation is empty (the model wrote nothing)")
+            else:
+                self._stop(RolloutStatus.BUDGET, "budget exhausted: the recorded generation stops here")
             return None
         if by_budget:
             self.partial = "".join(self._clean(self.backend.segments(ids)))
             if self._context_bound:
-                message = f"budget exhausted: the model's context of {self.backend.context_length} tokens is full"
+                self._stop(RolloutStatus.CONTEXT, self._context_full())
             else:
-                message = f"budget exhausted: {self.tokens_used + len(ids)} of {self.options.token_budget} tokens used"
-            self._stop(RolloutStatus.BUDGET, message)
+                used = self.tokens_used + len(ids)
+                self._stop(RolloutStatus.BUDGET, f"budget exhausted: {used} of {self.options.token_budget} tokens used")
             return None
         frame = self._take(ids, ids + [self._frame_sep], f"format error: the frame took more than {limit} tokens")
         self._stop(RolloutStatus.FRAME_LIMIT, f"a frame took more than {limit} tokens")
@@ -299,6 +302,10 @@ class Rollout:
         parser = TraceParser(self.program.source)
         parser.feed(self._prompt_segments)
         return parser
+
+    def _context_full(self) -> str:
+        """Why a rollout stopped at the model's context (the screen reads the number from it)."""
+        return f"context full: the model's context of {self.backend.context_length} tokens is full"
 
     def _stop(self, status: RolloutStatus, message: str) -> None:
         self.status = status

@@ -33,6 +33,7 @@ class Branch:
     settings: dict | None = None  # the rollout options it ran with (token budget, decoding)
     message: str = ""  # why the rollout stopped, for people ("... the model's context of 4096 tokens is full")
     token_limit: int | None = None  # the tokens it may write: the budget, or less where the context is smaller
+    partial: str = ""  # the text of a frame the budget or the context cut off (checked as far as it goes)
     rollout: Rollout | None = field(default=None, repr=False, compare=False)  # live only
 
     @property

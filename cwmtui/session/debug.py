@@ -156,6 +156,7 @@ class DebugSession:
             branch.frames = list(rollout.frames)
             branch.status = rollout.status
             branch.message = str(getattr(rollout, "message", "") or "")
+            branch.partial = str(getattr(rollout, "partial", "") or "")
             branch.tokens = {
                 "trace": int(getattr(rollout, "tokens_used", 0)),
                 "processed": int(getattr(rollout, "tokens_processed", 0)),
@@ -164,7 +165,8 @@ class DebugSession:
 
     def compare_branch(self, branch: Branch) -> Comparison:
         """(Re)compare a branch with the truth; cheap enough to call while it streams."""
-        comparison = score_forced(self.truth, branch.frames, branch.status, branch.forced_steps)
+        partial = branch.partial if branch.status.out_of_tokens else ""
+        comparison = score_forced(self.truth, branch.frames, branch.status, branch.forced_steps, partial)
         branch.comparison = comparison
         if branch.at_step is not None and branch.intervention is not None and not branch.intervention.teacher_forced:
             row = comparison.row_of_model(branch.at_step)

@@ -60,6 +60,8 @@ def branch_to_json(self: Branch, truth: Sequence[Frame]) -> dict:
         data["message"] = self.message
     if self.token_limit is not None:
         data["token_limit"] = self.token_limit
+    if self.partial:
+        data["partial"] = self.partial
     return data
 
 def branch_from_json(data: dict, truth: Sequence[Frame], truth_changed: list | None = None, version: int = FORMAT_VERSION) -> Branch:
@@ -84,6 +86,7 @@ def branch_from_json(data: dict, truth: Sequence[Frame], truth_changed: list | N
         settings=_settings(data.get("settings")),
         message=_text(data.get("message")),
         token_limit=_count(data.get("token_limit")),
+        partial=_text(data.get("partial")),
     )
     saved = data.get("comparison")
     if saved is not None and truth_changed is not None and version >= 2:
@@ -274,7 +277,7 @@ def _text(value) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise TypeError("a branch's message must be text")
+        raise TypeError("a branch's message and cut-off text must be text")
     return value
 
 

@@ -12,7 +12,8 @@ class RolloutStatus(str, enum.Enum):
 
     RUNNING = "running"
     ENDED = "ended"  # the model wrote <|end_of_text|>
-    BUDGET = "budget"  # the token budget, or the model's context, ran out (or a recording stops)
+    BUDGET = "budget"  # the token budget ran out (or a recording stops)
+    CONTEXT = "context"  # the model's context is full: it cannot see past it, whatever the budget
     FRAME_LIMIT = "frame_limit"  # one frame took more tokens than a frame may: a format error
     MAX_FRAMES = "max_frames"  # the frame cap
     CANCELLED = "cancelled"
@@ -24,6 +25,12 @@ class RolloutStatus(str, enum.Enum):
     def label(self) -> str:
         """For people: ``"budget exhausted"``."""
         return _LABELS[self]
+
+    @property
+    def out_of_tokens(self) -> bool:
+        """The trace stopped for want of tokens: the budget ran out, or the model's context is
+        full. Everything that scores or counts budget exhaustion asks this, not for BUDGET."""
+        return self in (RolloutStatus.BUDGET, RolloutStatus.CONTEXT)
 
     @property
     def stopped_early(self) -> bool:
@@ -54,6 +61,7 @@ _LABELS = {
     RolloutStatus.RUNNING: "running",
     RolloutStatus.ENDED: "ended",
     RolloutStatus.BUDGET: "budget exhausted",
+    RolloutStatus.CONTEXT: "context full",
     RolloutStatus.FRAME_LIMIT: "frame too long",
     RolloutStatus.MAX_FRAMES: "too many frames",
     RolloutStatus.CANCELLED: "cancelled",
@@ -66,6 +74,7 @@ _EARLIER = {
     "complete": RolloutStatus.ENDED,
     "budget exhausted": RolloutStatus.BUDGET,
     "length": RolloutStatus.BUDGET,
+    "context full": RolloutStatus.CONTEXT,
     "frame limit": RolloutStatus.FRAME_LIMIT,
     "frame too long": RolloutStatus.FRAME_LIMIT,
     "too long": RolloutStatus.MAX_FRAMES,

@@ -111,7 +111,7 @@ def sample_divergences(backend, interpreter) -> dict:
         for prog, doc, trace in trace_documents([program], interpreter):
             rollout = Rollout(backend, prog, trace.frames[0])
             rollout.run()
-            first = compare(trace, rollout.frames, rollout.status).first_divergence
+            first = compare(trace, rollout.frames, rollout.status, rollout.partial).first_divergence
             found[name] = {"frames": len(trace.frames), "tokens": len(doc), "first_divergence": first and first.step,
                            "kind": first and first.kind}
     return found
