@@ -93,7 +93,7 @@ class DebuggerScreen(Screen):
     DebuggerScreen.-tight StatePanel { padding: 0; }
     DebuggerScreen ToastRack { margin-bottom: 3; }  /* toasts above the status bar, never over it */
     DebuggerScreen Toast { padding: 0 1; }
-    DebuggerScreen FooterLabel { margin-right: 1; }
+    DebuggerScreen Footer.-compact FooterLabel { margin: 0 1 0 0; }  /* "diverge o Override", not "divergeo" */
     DebuggerScreen.-short-footer FooterKey.-command-palette { display: none; }
     DebuggerScreen.-narrow FooterLabel { display: none; }
     """
