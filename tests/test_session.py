@@ -242,6 +242,64 @@ def test_an_edited_state_must_be_a_value_a_trace_could_hold(strawberry, value, s
     main = session.run_main()
     with pytest.raises(SessionError, match=said):
         session.override(main, 5, locals={**main.frames[5].locals, "n": value})
+    assert len(session.branches) == 1  # nothing was started
+
+
+def test_editing_one_value_beside_reprs_of_objects_is_allowed(interpreter):
+    """Review of #24: the check refused every local, so a frame holding a defaultdict or a list
+    of objects (reprs Python itself writes) could not be edited at all."""
+    source = (
+        "from collections import defaultdict\n\n\nclass Node:\n    pass\n\n\n"
+        "def f(n):  # << START_OF_TRACE\n    counts = defaultdict(int)\n    nodes = [Node()]\n"
+        "    n = n + 1\n    return n\n\n\nf(1)\n"
+    )
+    program = program_from_source(source, "objects.py")
+    truth = interpreter.trace(program)
+    session = DebugSession(program, OracleBackend(program, truth.frames), truth=truth)
+    main = session.run_main()
+    step = next(i for i, f in enumerate(main.frames) if f.locals and "nodes" in f.locals)
+    assert "<" in main.frames[step].locals["nodes"] and "<class 'int'>" in main.frames[step].locals["counts"]
+    child = session.override(main, step, locals={**main.frames[step].locals, "n": "5"})
+    assert child.frames[step].locals["n"] == "5"
+    edited = {**main.frames[step].locals, "nodes": "[<__main__.Node object at 0x7f>, <__main__.Node object at 0x80>]",
+              "counts": "defaultdict(<class 'int'>, {'a': 1})"}
+    assert session.override(main, step, locals=edited).frames[step].locals["counts"] == edited["counts"]
+
+
+@pytest.mark.parametrize("whole_frames", [False, True], ids=["actions", "frames"])
+def test_a_teacher_forced_model_that_runs_on_past_the_end_says_so(loop, whole_frames):
+    """Review of #24: the branch ended 'running' (actions) or said 'the model wrote end of text'
+    (frames) when the model wrote a frame after the program's last."""
+    from cwmtui.session.branch import RAN_ON
+
+    program, truth = loop
+    ran_on = Frame(Event.LINE, "    acc = 0\n", {"xs": "[4, 7, 10]"})
+    session = DebugSession(program, OracleBackend(program, [*truth.frames, ran_on]), truth=truth)
+    branch = session.teacher_forced(whole_frames=whole_frames)
+    assert (branch.status, branch.message) == ("ended", RAN_ON)
+    assert branch.comparison.steps[-1].kind is StepKind.EXTRA
+
+
+def test_a_teacher_forced_rollout_cancelled_after_the_last_step_resumes_to_its_end(loop):
+    program, truth = loop
+    session = session_with(loop)
+    stop = threading.Event()
+
+    def on_frame(branch, index, frame):
+        if index == len(truth.frames) - 1:
+            stop.set()
+
+    branch = session.teacher_forced(on_frame=on_frame, cancel=stop)
+    assert branch.status == "cancelled" and len(branch.frames) == len(truth.frames)
+    session.resume(branch)
+    assert branch.status == "ended" and branch.comparison.verdict == "agree"
+
+
+def test_a_branch_of_whole_frames_cannot_be_grown_from(strawberry):
+    session = session_with(strawberry)
+    frames = session.teacher_forced(whole_frames=True)
+    with pytest.raises(SessionError, match="one-step predictions"):
+        session.override(frames, 5, action=frames.frames[5].action)
     assert len(session.branches) == 1
 
 

@@ -117,6 +117,9 @@ def shorten(text: str | None, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+_ANGLED = re.compile(r"<[^<>]*>")  # an innermost <...> repr
+
+
 def value_problem(text: str) -> str | None:
     """Why ``text`` is not a value a trace frame could hold (None: it could): a repr the
     interpreter could have written. That is a Python expression (``['a', 'b']``,
@@ -131,12 +134,15 @@ def value_problem(text: str) -> str | None:
     token = next((t for t in SPECIAL_TOKENS if t in text), None)
     if token is not None:
         return f"a value cannot hold the format's own token {token}"
-    if stripped.startswith("<") and stripped.endswith(">"):
-        return None  # <Foo object at 0x…>, <function f at 0x…>
     if len(stripped) > _MAX_LITERAL:
         return None  # not parsed (the trace cuts such values anyway)
+    # an object's <...> repr, alone or inside another (defaultdict(<class 'int'>, {}),
+    # [<Node object at 0x…>]), stands for one value: a name, for the parse
+    shape, count = _ANGLED.subn("_", stripped)
+    while count:
+        shape, count = _ANGLED.subn("_", shape)
     try:
-        ast.parse(stripped, _SOURCE, mode="eval")
+        ast.parse(shape, _SOURCE, mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
         what = exc.msg if isinstance(exc, SyntaxError) and exc.msg else "it does not parse"
         return f"{shorten(stripped, 30)} is not a repr the interpreter could write ({what})"

@@ -17,6 +17,11 @@ if TYPE_CHECKING:
     from ..model.rollout import Rollout
 
 
+#: why a teacher-forced branch stopped when the model wrote a frame after the program's last
+#: (it is shown: the comparison calls it a step past the end) instead of end of text
+RAN_ON = "the model ran on past the program's end instead of writing end of text"
+
+
 @dataclass
 class Branch:
     name: str

@@ -14,7 +14,7 @@ from ..interpreter import Interpreter, Limits, Program
 from ..model.backend import is_cancelled
 from ..trace import Event, Frame, RolloutStatus, Status, Trace, tokens
 from ..trace.stored import StoredFrames
-from .branch import Branch, BranchState
+from .branch import RAN_ON, Branch, BranchState
 from .errors import SessionError
 from .intervention import Intervention
 from .saved import load_session, options_json, save_session, session_from_json, session_to_json
@@ -230,10 +230,9 @@ class DebugSession:
         parent = self.branch(branch) if isinstance(branch, str) else branch
         if action is None and locals is None:
             raise SessionError("an override needs a new action or new locals")
-        for name, value in (locals or {}).items():  # what the user typed: a value a trace could hold
-            problem = value_problem(value) if isinstance(value, str) else "a value must be text (a repr)"
-            if problem:
-                raise SessionError(f"{name}: {problem}")
+        if parent.intervention is not None and parent.intervention.whole_frames:
+            raise SessionError("a branch of whole frames teacher-forced holds one-step predictions, not a rollout "
+                               "to go on from: override a step of main (or of another branch) instead")
         if not 0 <= step <= len(parent.frames):
             raise SessionError(f"step {step} is outside branch {parent.name!r} (0..{len(parent.frames)})")
         if step == 0 and action is not None:
@@ -251,6 +250,16 @@ class DebugSession:
             else:
                 source = "typed"
         intervention = Intervention(kind, step, source, action, dict(locals) if locals is not None else None)
+        if locals is not None:  # what the user changed must be a value a trace could hold
+            shown = parent.frames[step] if step < len(parent.frames) else None
+            before = (shown.locals if shown is not None and shown.locals is not None
+                      else truth[step].locals if step < len(truth) else None) or {}
+            for name, value in locals.items():
+                if before.get(name) == value:
+                    continue  # as the frame has it (a repr the interpreter or the model wrote)
+                problem = value_problem(value) if isinstance(value, str) else "a value must be text (a repr)"
+                if problem:
+                    raise SessionError(f"{name}: {problem}")
 
         rollout = self._new_rollout()
         for frame in parent.frames[1:step]:
@@ -265,6 +274,7 @@ class DebugSession:
             base = model_frame if model_frame is not None and model_frame.event is not None else (truth[step] if step < len(truth) else None)
             if base is None:
                 raise SessionError(f"there is no frame at step {step} to edit")
+
             line = base.lineno
             if action is not None:  # the line the action is, where the program has it
                 stripped = [tokens.strip_marker(text) for text in self.program.lines]
@@ -331,6 +341,9 @@ class DebugSession:
         if rollout.status is RolloutStatus.RUNNING and is_cancelled(cancel):
             rollout.run(cancel=cancel)  # (writes nothing: it marks the rollout cancelled, to resume)
         self._refresh(branch)
+        if branch.status is RolloutStatus.RUNNING:  # the truth ended and the model wrote on: it stops here
+            branch.status, branch.message = RolloutStatus.ENDED, RAN_ON
+            self.compare_branch(branch)
         return branch
 
     def _teach_frames(self, branch: Branch, rollout, on_frame, cancel) -> Branch:
@@ -343,6 +356,7 @@ class DebugSession:
         if not branch.frames or not isinstance(branch.frames, list) or branch.frames is rollout.frames:
             branch.frames = list(rollout.frames)  # the entry frame, forced
         status = RolloutStatus.ENDED
+        ran_on = False
         while True:
             index = len(branch.frames)
             if is_cancelled(cancel):
@@ -360,11 +374,12 @@ class DebugSession:
             if on_frame is not None:
                 on_frame(branch, index, frame)
             if index >= len(truth):  # it ran on past the program's end: that frame says so
+                ran_on = True
                 break
             rollout.rewind(index)
             rollout.force(truth[index], origin="forced")
         branch.status = status
-        branch.message = "" if status is RolloutStatus.ENDED else str(rollout.message or status.label)
+        branch.message = (RAN_ON if ran_on else "") if status is RolloutStatus.ENDED else str(rollout.message or status.label)
         branch.tokens = {"trace": int(rollout.tokens_used), "processed": int(rollout.tokens_processed)}
         self.compare_branch(branch)
         return branch
@@ -382,6 +397,8 @@ class DebugSession:
         branch.status = RolloutStatus.RUNNING
         branch.message = ""
         if branch.intervention is not None and branch.intervention.teacher_forced:
+            if rollout.status is RolloutStatus.CANCELLED:
+                rollout.rewind(len(rollout.frames))  # (keeps every frame: the rollout runs again)
             return self._teach(branch, rollout, on_frame, cancel)
         return self._run(branch, rollout, on_frame, cancel)
 

@@ -84,7 +84,7 @@ class CwmApp(App):
                     return
             elif isinstance(screen, TypeAhead) and getattr(event, "_cwm_screen", screen) is not screen:
                 if not screen.hold(event):
-                    self.post_message(events.Key(event.key, event.character))
+                    screen.pass_on(self, events.Key(event.key, event.character))
                 return
         await super().on_event(event)
 

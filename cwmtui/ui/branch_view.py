@@ -19,6 +19,7 @@ from ..interpreter import Program
 from ..trace import Event, Frame, OutputChunk, RolloutStatus, Status, Trace, TraceStatus
 from ..analysis.lens import Lens
 from ..session import Branch, BranchState, DebugSession
+from ..session.branch import RAN_ON
 from ..trace.stored import StoredFrames
 
 #: After one of these at a row, the model is on another path through the program.
@@ -229,9 +230,11 @@ class BranchView:
             written = len(self.frames)
             return f"cancelled after {written} step{'s' if written != 1 else ''}"
         if status is RolloutStatus.ENDED:
+            if self.state.message == RAN_ON:
+                return "ran on past the end" if short else RAN_ON
             return "wrote end of text" if short else "the model wrote end of text"
         message = self.state.message
-        context = _CONTEXT_FULL.search(message)
+        context = _CONTEXT_FULL.search(message) if status is RolloutStatus.CONTEXT else None
         if context:  # the model's context, not the budget: said first, so a narrow row keeps it
             return f"context full ({int(context.group(1)):,} tokens)"
         return message if message and not short else status.label
@@ -273,6 +276,13 @@ class BranchView:
     def update(self, state: BranchState) -> None:
         """The worker's newer state of this running branch."""
         self._adopt(state)
+
+    @property
+    def resumable(self) -> bool:
+        """Cancelled, with its rollout still here (a live session's, not a saved file's)."""
+        source = self.source
+        return (not self.running and self.status is RolloutStatus.CANCELLED
+                and source is not None and source.live)
 
     def resume(self) -> None:
         """A cancelled branch goes on (its worker sends newer states again)."""

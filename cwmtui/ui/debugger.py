@@ -593,9 +593,7 @@ class DebuggerScreen(Screen):
             return True if self.cwm.triage is not None else False  # only for a file of many programs
         if action == "resume":  # a cancelled rollout this session can go on with
             branch = self.branch
-            return bool(branch is not None and not branch.running and branch.status is RolloutStatus.CANCELLED
-                        and self.view is not None and self.view.can_generate
-                        and branch.source is not None and branch.source.live)
+            return bool(branch is not None and branch.resumable and self.view is not None and self.view.can_generate)
         if action in INTERVENTIONS:  # hidden (footer, ?, palette) where nothing can run them
             view = self.view
             return view is not None and view.can_generate
@@ -693,8 +691,7 @@ class DebuggerScreen(Screen):
 
     def on_branch_finished(self, message: BranchFinished) -> None:
         branch = message.branch
-        branch.finish(message.state)
-        self._work_cancel = None
+        branch.finish(message.state)  # (its job's WorkDone forgets its cancel: another may run now)
         self.refresh_bindings()  # r (resume) where it was cancelled
         if branch is self.branch:
             self.query_one("#truth", Timeline).show_branch(branch)
@@ -714,8 +711,7 @@ class DebuggerScreen(Screen):
             self._work_cancel = None
 
     def on_work_failed(self, message: WorkFailed) -> None:
-        self._work_cancel = None
-        self.set_activity("")
+        self.set_activity("")  # (its WorkDone follows, and forgets its cancel if it is still the one)
         if message.fatal:
             # nothing to show: say why, and leave with exit code 2 when the user closes it
             def leave(_: None) -> None:

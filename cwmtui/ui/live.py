@@ -298,6 +298,8 @@ class LiveSession:
         index = branch.model_index_at(step)  # the row on screen -> the model's frame
 
         def work(cancel: threading.Event) -> None:
+            if cancel.is_set():  # cancelled (or the app closed) while it waited for its turn
+                return
             self._post(Activity(f"override at step {step} ({label}): model writing… · esc cancels"))
             child = self.session.override(source, index, action=action, locals=locals_,
                                           on_frame=self._on_frame, cancel=cancel)
@@ -312,13 +314,17 @@ class LiveSession:
             return
 
         def work(cancel: threading.Event) -> None:
+            if cancel.is_set():  # cancelled (or the app closed) while it waited for its turn
+                return
+            self._post(BranchStarted(branch, select=True))  # (its handler marks the view running again)
             self._post(Activity(f"{branch.name}: resuming… · esc cancels"))
             with self._lock:
                 self._next_update[id(source)] = time.monotonic() + UPDATE_EVERY
-            self.session.resume(source, on_frame=self._on_frame, cancel=cancel)
-            self._finished(source)
+            try:
+                self.session.resume(source, on_frame=self._on_frame, cancel=cancel)
+            finally:  # failed or not, the view gets the branch's state: never "still writing" for ever
+                self._finished(source)
 
-        self._post(BranchStarted(branch, select=True))  # (its handler marks the view running again)
         self._job(work, "resume")
 
     def teacher_forced(self, whole_frames: bool = False) -> None:
@@ -327,6 +333,8 @@ class LiveSession:
         what = "teacher-forced rollout of whole frames" if whole_frames else "teacher-forced rollout"
 
         def work(cancel: threading.Event) -> None:
+            if cancel.is_set():  # cancelled (or the app closed) while it waited for its turn
+                return
             self._post(Activity(f"{what}: model writing… · esc cancels"))
             branch = self.session.teacher_forced(on_frame=self._on_frame, cancel=cancel, whole_frames=whole_frames)
             self._finished(branch)

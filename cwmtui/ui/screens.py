@@ -43,6 +43,8 @@ class TypeAhead:
     them on, in order, once its field has focus (:meth:`release`, from its ``on_mount``)."""
 
     held: list[events.Key] | None = None  # None: ready, keys go where they always go
+    after_close: list[events.Key] = []  # keys typed after the one that closes the dialog
+    closing = False  # an enter or esc was passed on: what follows waits for the dialog to close
 
     def hold(self, event: events.Key) -> bool:
         """Keep a key that came before the dialog was ready (True: kept)."""
@@ -51,10 +53,27 @@ class TypeAhead:
         self.held.append(events.Key(event.key, event.character))
         return True
 
+    def pass_on(self, app, key: events.Key) -> None:
+        """A key typed for the dialog that did not reach it: to the app again (it goes to the
+        field), up to the first enter or esc; the keys after that one wait for the dialog to
+        close, and then go where they were meant to (":12⏎jj": the j's are the debugger's)."""
+        if self.closing:
+            self.after_close.append(key)
+            return
+        app.post_message(key)
+        if key.key in ("enter", "escape"):
+            self.closing = True
+
     def release(self, app) -> None:
+        """Send on the held keys, after the focus change queued before them (see pass_on)."""
         held, self.held = self.held or [], None
-        for key in held:  # after the focus change queued before them: they reach the field
-            app.post_message(key)
+        for key in held:
+            self.pass_on(app, key)
+
+    def on_unmount(self) -> None:
+        keys, self.after_close = self.after_close, []
+        for key in keys:  # ":12⏎jj": the j's are the debugger's
+            self.app.post_message(key)
 
 
 class PromptScreen(TypeAhead, ModalScreen[str | None]):
@@ -73,6 +92,7 @@ class PromptScreen(TypeAhead, ModalScreen[str | None]):
         self.placeholder = placeholder
         self.check = check  # str -> error message or None
         self.held = []
+        self.after_close = []
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -154,6 +174,7 @@ class OverrideScreen(TypeAhead, ModalScreen[OverrideChoice | None]):
         self.truth = truth
         self.model = model
         self.held = []
+        self.after_close = []
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -225,6 +246,7 @@ class EditLocalsScreen(TypeAhead, ModalScreen[dict | None]):
         self.values = dict(locals_)
         self.real = dict(real or {})  # the interpreter's values at this step, to start from
         self.held = []
+        self.after_close = []
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -280,7 +302,7 @@ class EditLocalsScreen(TypeAhead, ModalScreen[dict | None]):
     def action_apply(self) -> None:
         values = self.edited()
         # a value a trace could hold, as the engine checks it (never run): say which, and why
-        problems = [(k, problem) for k, v in values.items() if (problem := value_problem(v))]
+        problems = [(k, problem) for k, v in values.items() if v != self.values[k] and (problem := value_problem(v))]
         if problems:
             hint = self.query_one("#edit-hint", Label)
             name, problem = problems[0]

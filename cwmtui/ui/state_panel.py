@@ -34,6 +34,21 @@ def _cell(value: str | None, width: int) -> str:
     return value if len(value) <= width else value[: width - 1] + "…"
 
 
+def headline(story: str) -> tuple[str, str]:
+    """A story's first sentence, and the rest: split at the first ". " outside `code` and
+    quotes (a line of code or a value may hold one)."""
+    quote = ""
+    for i, ch in enumerate(story):
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch == "`":
+            quote = ch
+        elif ch == "." and story[i + 1 : i + 2] == " ":
+            return story[: i + 1], story[i + 2 :]
+    return story, ""
+
+
 def wrap_value(value: str, width: int) -> list[str]:
     """A long value unfolded over lines ``width`` wide, broken after a comma or a space where
     one is near the end of a line (a repr's items stay whole), else where the line is full; at
@@ -51,7 +66,7 @@ def wrap_value(value: str, width: int) -> list[str]:
         lines.append(value[start:end])
         start = end
     if start < len(value):
-        more = len(value) - start
+        more = len(value) - start + len(lines[-1])  # the last line gives way to the note
         lines[-1] = f"… {more:,} more characters"[:width]
     return lines
 
@@ -203,13 +218,13 @@ class StatePanel(RenderedPanel):
         title.append(" · ")
         kind_name = KIND_NAMES.get(kind, kind.value)
         if kind is StepKind.PENDING and not branch.running and branch.status is RolloutStatus.CANCELLED:
-            kind_name = "cancelled before this step (r resumes)"
+            kind_name = "cancelled before this step" + (" (r resumes)" if branch.resumable else "")
         title.append(kind_name,
                      self._style("state--differs" if kind.is_divergence else "state--same"))
         if frame is not None:
             where = f"line {frame.lineno}" if frame.lineno else "line ?"
             title.append(f" · {printable(frame.function or '?')}() {where}")
-        if model is not None and model.origin in ("forced", "edited", "overridden"):
+        if model is not None and model.origin in ("forced", "edited", "overridden"):  # (timeline.ORIGIN_MARKS)
             title.append(f" · model frame {model.origin}", self._style("state--changed"))
         rows = branch.variables(row)
         title.no_wrap, title.overflow = True, "ellipsis"
@@ -218,8 +233,8 @@ class StatePanel(RenderedPanel):
         rest = ""
         if divergence is not None and divergence.step == row and divergence.explanation:
             # what happened, first (its first sentence); the rest of the story under the table
-            head, dot, rest = printable(divergence.explanation).partition(". ")
-            parts.append(Text(head + dot.rstrip()))
+            head, rest = headline(printable(divergence.explanation))
+            parts.append(Text(head))
         self._table_top = sum(len(p.wrap(self.app.console, max(1, self.scrollable_content_region.width or 60)))
                               for p in parts if isinstance(p, Text)) + 2  # the header and its rule
         table = self._table(rows)

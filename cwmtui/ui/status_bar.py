@@ -7,6 +7,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from ..terminal import printable
+from ..analysis.compare import StepKind
 from ..trace import RolloutStatus
 from .branch_view import BranchView, SessionView, describe_divergence
 
@@ -53,7 +54,7 @@ class StatusBar(Static, can_focus=False):
             first.append("step ", s("status--label"))
             first.append(f"{row}/{max(len(branch) - 1, 0)}", "bold")
             truth_step, model_step = branch.step_numbers(row)
-            if (truth_step, model_step) != (row, row) and len(branch):  # the paths have parted
+            if (truth_step, model_step) != (row, row) and len(branch) and branch.kind(row) is not StepKind.PENDING:
                 first.append(" (interpreter " + ("—" if truth_step is None else str(truth_step))
                              + ", model " + ("—" if model_step is None else str(model_step)) + ")", s("status--label"))
             first.append(*sep)

@@ -169,7 +169,7 @@ class Timeline(ScrollView, can_focus=False):
             text = "… " + (branch.waiting or "the model is still writing")
         else:
             text = "■ " + branch.ending()
-            if branch.status is RolloutStatus.CANCELLED:
+            if branch.resumable:
                 text += " · r resumes"
         segments = [Segment(printable(text)[:width], self.rich_style + style("timeline--end", partial=True))]
         return Strip(segments).adjust_cell_length(width, self.rich_style)
