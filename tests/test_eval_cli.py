@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from cwmtui.analysis.stats import wilson
 from cwmtui.cli import main
 from cwmtui.evaluation.suite import load_suite
 from cwmtui.interpreter import Interpreter
@@ -95,12 +96,12 @@ def test_a_perfect_model_scores_full_marks_on_s5_in_both_conditions(capsys, tmp_
     assert report["count"] == 4
     assert report["output_accuracy"] == report["trace_exact"] == report["state_exact"] == 1.0
     assert report["first_divergence_kinds"] == {}
-    assert report["by_n"] == {
-        "8": {"count": 2, "output_accuracy": 1.0, "trace_exact": 1.0, "state_exact": 1.0,
-              "teacher_forced": {"count": 2, "output_accuracy": 1.0, "trace_exact": 1.0, "state_exact": 1.0}},
-        "16": {"count": 2, "output_accuracy": 1.0, "trace_exact": 1.0, "state_exact": 1.0,
-               "teacher_forced": {"count": 2, "output_accuracy": 1.0, "trace_exact": 1.0, "state_exact": 1.0}},
-    }
+    two_of_two = wilson(2, 2).to_json()["ci95"]  # every cell with its 95% interval (#25)
+    cell = {"count": 2, "output_accuracy": 1.0, "output_accuracy_ci95": two_of_two, "trace_exact": 1.0, "state_exact": 1.0}
+    assert report["by_n"] == {"8": {**cell, "teacher_forced": cell}, "16": {**cell, "teacher_forced": cell}}
+    assert report["intervals"]["output_accuracy"] == {"value": 1.0, "successes": 4, "n": 4, "ci95": wilson(4, 4).to_json()["ci95"]}
+    difference = report["differences"]["teacher_forced - free"]["output_accuracy"]
+    assert difference["value"] == 0.0 and difference["ci95"][0] < 0 < difference["ci95"][1]
     assert plot.read_bytes()[:4] == b"\x89PNG"
 
 
@@ -121,6 +122,7 @@ def test_zoo_breakdowns_by_depth_type_and_form(capsys, tmp_path):
     assert report["by_type"]["string"]["2"]["output_accuracy"] == 0.0
     assert report["by_type"]["string"]["1"]["output_accuracy"] == 1.0
     assert report["by_type"]["list"]["2"] == {"count": 2, "output_accuracy": 1.0, "trace_exact": 1.0, "state_exact": 1.0,
+                                              "output_accuracy_ci95": wilson(2, 2).to_json()["ci95"],
                                               "by_form": {"flat": 1.0, "nested": 1.0}, "baseline": 1.0}
     assert report["by_depth"]["2"]["output_accuracy"] == pytest.approx(14 / 16)
     assert set(report["by_form"]) == {"nested", "flat"}

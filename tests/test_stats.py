@@ -8,7 +8,7 @@ from itertools import combinations
 
 import pytest
 
-from cwmtui.evaluation.stats import difference, pass_at_k, wilson
+from cwmtui.analysis.stats import difference, pass_at_k, wilson
 
 
 def test_wilson_interval_of_8_out_of_10_is_the_textbook_one():

@@ -27,6 +27,7 @@ from collections import Counter, defaultdict
 from typing import Any, Iterable
 
 from ..trace import RolloutStatus
+from .stats import Proportion, difference, wilson
 
 #: Meta CWM's published figures ("Debugging code world models", arXiv 2602.07672; CWM tech report)
 PUBLISHED: dict[str, dict[str, Any]] = {
@@ -43,6 +44,25 @@ TRUNCATION_STATUSES = ("budget", "frame_limit", "max_frames")
 
 def rate(part: int, whole: int) -> float | None:
     return part / whole if whole else None
+
+
+#: the proportions of a condition, with what they count: (successes, sample) per view list
+PROPORTIONS = ("output_accuracy", "trace_exact", "action_exact", "state_exact", "valid_format")
+
+
+def intervals(views: list[dict]) -> dict:
+    """Each proportion of :func:`condition_metrics` with its 95% Wilson interval and sample
+    size: programs for the program-level ones, frames for the per-frame rates (frames of one
+    program are not independent: read those intervals as too narrow)."""
+    frames = sum(v["frames"]["truth"] for v in views)
+    counts = {
+        "output_accuracy": (sum(1 for v in views if v["output"]["correct"]), len(views)),
+        "trace_exact": (sum(1 for v in views if v.get("trace_exact")), len(views)),
+        "action_exact": (min(frames, sum(v["frames"]["action_matches"] for v in views)), frames),
+        "state_exact": (min(frames, sum(v["frames"]["state_matches"] for v in views)), frames),
+        "valid_format": (sum(1 for v in views if not v["frames"].get("format_errors")), len(views)),
+    }
+    return {key: wilson(*counts[key]).to_json() for key in PROPORTIONS}
 
 
 def condition_metrics(views: list[dict]) -> dict:
@@ -65,6 +85,7 @@ def condition_metrics(views: list[dict]) -> dict:
         "first_divergence_kinds": dict(kinds.most_common()),
         "regimes": dict(regimes.most_common()),
         "truncations": {status: statuses.get(status, 0) for status in TRUNCATION_STATUSES},
+        "intervals": intervals(views),
     }
 
 
@@ -103,6 +124,7 @@ def aggregate(records: Iterable[dict], suite: str | None = None) -> dict:
     forced = [r["teacher_forced"] for r in records if r.get("teacher_forced")]
     if forced:
         report["teacher_forced"] = condition_metrics(forced)
+        report["differences"] = {"teacher_forced - free": condition_differences(report["teacher_forced"], report)}
     report["string_valued"] = string_valued_shares(records)
     report["tokens"] = _token_figures(records)
     report["timings"] = _timing_figures(records)
@@ -114,6 +136,16 @@ def aggregate(records: Iterable[dict], suite: str | None = None) -> dict:
         report["by_type"] = breakdown_by_type(records)
         report["by_form"] = breakdown_by_form(records)
     return report
+
+
+def condition_differences(first: dict, second: dict) -> dict:
+    """``first - second`` for each proportion, with Newcombe's 95% interval (it takes the two
+    conditions as independent samples; on the same programs it is conservative)."""
+    def proportion(metrics: dict, key: str) -> Proportion:
+        cell = metrics["intervals"][key]
+        return Proportion(cell["successes"], cell["n"], *cell["ci95"])
+
+    return {key: difference(proportion(first, key), proportion(second, key)).to_json() for key in PROPORTIONS}
 
 
 def string_valued_shares(records: list[dict]) -> dict:
@@ -193,6 +225,7 @@ def _cell(views: list[dict]) -> dict:
     count = len(views)
     return {
         "count": count,
+        "output_accuracy_ci95": wilson(sum(1 for v in views if v["output"]["correct"]), count).to_json()["ci95"],
         "output_accuracy": rate(sum(1 for v in views if v["output"]["correct"]), count),
         "trace_exact": rate(sum(1 for v in views if v.get("trace_exact")), count),
         "state_exact": rate(

@@ -14,14 +14,25 @@ def pct(value: float | None) -> str:
     return "–" if value is None else f"{value * 100:.1f}%"
 
 
+def pct_ci(metrics: dict, key: str) -> str:
+    """A proportion with its 95% interval: ``80.0% [49.0–94.3]``."""
+    cell = (metrics.get("intervals") or {}).get(key)
+    if not cell or not cell.get("n"):
+        return pct(metrics.get(key))
+    low, high = cell["ci95"]
+    return f"{pct(cell['value'])} [{low * 100:.1f}–{high * 100:.1f}]"
+
+
 def summary_table(report: dict) -> Table:
     forced = report.get("teacher_forced")
     title = f"{report['suite']}: {report['count']} programs" + (f" · {report['model']}" if report.get("model") else "")
     table = Table(title=title, title_justify="left")
     table.add_column("metric")
-    table.add_column("free-running", justify="right")
+    table.add_column("free-running (95% CI)", justify="right")
+    differences = (report.get("differences") or {}).get("teacher_forced - free", {})
     if forced:
-        table.add_column("teacher-forced", justify="right")
+        table.add_column("teacher-forced (95% CI)", justify="right")
+        table.add_column("difference", justify="right")
     published = PUBLISHED.get(report["suite"], {}) if report["suite"] == "cruxeval" else {}
     if published:
         table.add_column("Meta CWM (published)", justify="right", style="dim")
@@ -32,17 +43,23 @@ def summary_table(report: dict) -> Table:
         ("state exact (per frame)", "state_exact"),
         ("valid trace format", "valid_format"),
     ]
+    frames = ((report.get("intervals") or {}).get("action_exact") or {}).get("n")
     for label, key in rows:
-        cells = [label, pct(report.get(key))]
+        if "per frame" in label and frames:
+            label = label.replace("per frame", f"per frame, {frames:,} frames")
+        cells = [label, pct_ci(report, key)]
         if forced:
-            cells.append(pct(forced.get(key)))
+            cells.append(pct_ci(forced, key))
+            difference = differences.get(key)
+            cells.append("–" if not difference or difference.get("value") is None else
+                         f"{difference['value'] * 100:+.1f} [{difference['ci95'][0] * 100:+.1f}, {difference['ci95'][1] * 100:+.1f}]")
         if published:
             cells.append(pct(published.get(key)) if key in published else "")
         table.add_row(*cells)
     truncations = report.get("truncations", {})
     cells = ["truncated by the token budget or context", str(truncations.get("budget", 0))]
     if forced:
-        cells.append(str(forced.get("truncations", {}).get("budget", 0)))
+        cells += [str(forced.get("truncations", {}).get("budget", 0)), ""]
     if published:
         cells.append("")
     table.add_row(*cells)
