@@ -117,10 +117,10 @@ def check_model(args) -> None:
         check_model_directory(args.model)
     elif args.server:
         from ..model import ModelError
-        from ..model.server import check_url
+        from ..model.replicas import check_servers
 
         try:
-            check_url(args.server)
+            check_servers([args.server] if isinstance(args.server, str) else args.server, getattr(args, "server_kind", "vllm"))
         except ModelError as exc:
             raise UsageError(str(exc)) from None
     else:

@@ -46,7 +46,7 @@ def add_model_options(parser: argparse.ArgumentParser, bundled_by_default: bool 
     bundled = "'bundled' (the default)" if bundled_by_default else "'bundled' (without a model option, none runs)"
     group.add_argument("--model", metavar="PATH|bundled", default=None, help=f"a local Hugging Face model directory, or {bundled}: the small byte-level CWM shipped with cwmtui")
     group.add_argument("--device", type=_device, default="auto", metavar="auto|cpu|cuda|cuda:N", help="where a --model runs (default auto: the GPU when there is one; bf16 on GPU, fp32 on CPU)")
-    group.add_argument("--server", metavar="URL", help="an OpenAI-compatible server instead of a local model, e.g. http://localhost:8000 (vllm serve facebook/cwm)")
+    group.add_argument("--server", metavar="URL", action="append", help="an OpenAI-compatible server instead of a local model, e.g. http://localhost:8000 (vllm serve facebook/cwm); give it again for each replica of the same model (one vllm serve per GPU or node): calls are spread over them by load, a rollout stays on its replica, a replica that fails is marked down and its calls go to the others")
     group.add_argument("--server-timeout", type=_positive_float, default=300.0, metavar="S", help="the most one call to --server may take, retries included (default 300 s): a server that never answers, or drips its answer, is given up on")
     group.add_argument("--server-kind", choices=("vllm", "fgserve"), default="vllm", help="the server's protocol: vllm (/v1/completions, the default) or fgserve (Meta's /completions)")
     group.add_argument("--api-key", metavar="KEY", help="the API key of a --server started with 'vllm serve --api-key' (default: $VLLM_API_KEY; never $OPENAI_API_KEY)")

@@ -7,6 +7,7 @@ Each backend module is imported only when it is opened, so the core install stay
 from __future__ import annotations
 
 import os
+from typing import Sequence
 
 from .backend import Backend, ModelError, Progress
 
@@ -17,7 +18,7 @@ BUNDLED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bundled"
 def open_backend(
     model: str | None = None,
     device: str = "auto",
-    server: str | None = None,
+    server: str | Sequence[str] | None = None,
     server_kind: str = "vllm",
     tokenizer: str | None = None,
     replay: str | None = None,
@@ -31,7 +32,10 @@ def open_backend(
 ) -> Backend:
     """Open the backend the options name; raises ModelError with a one-line reason.
 
-    ``cache_tokens``: positions a local model's KV cache must hold (its GPU fit check).
+    ``server``: one URL, or several (replicas of one model: a
+    :class:`~cwmtui.model.replicas.ReplicaBackend`; backends opened over the same URLs while
+    one is open share its load and health). ``cache_tokens``: positions a local model's KV
+    cache must hold (its GPU fit check).
     """
     lens = None
     if lens_tokenizer is not None:
@@ -44,6 +48,8 @@ def open_backend(
 
 
 def _open_model(model, device, server, server_kind, tokenizer, replay, replay_id, progress, cache_tokens, api_key, served_model, server_timeout) -> Backend:
+    servers = [server] if isinstance(server, str) else list(server or [])
+    server = servers[0] if servers else None
     chosen = [name for name, value in (("--model", model), ("--server", server), ("--replay", replay)) if value]
     if len(chosen) > 1:
         raise ModelError(f"{' and '.join(chosen)} cannot be used together: pick one world model")
@@ -56,6 +62,10 @@ def _open_model(model, device, server, server_kind, tokenizer, replay, replay_id
         from .replay import ReplayBackend
 
         return ReplayBackend.open(replay, replay_id, tokenizer=tokenizer)
+    if len(servers) > 1:
+        from .replicas import ReplicaBackend
+
+        return ReplicaBackend(servers, kind=server_kind, tokenizer=tokenizer, api_key=api_key, served_model=served_model, timeout=server_timeout)
     if server:
         from .server import ServerBackend
 

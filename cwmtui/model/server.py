@@ -123,7 +123,9 @@ class _Http:
             if self._aborted:
                 break
         tries = f"; gave up after {tried} tries" if tried > 1 else ""
-        raise ModelError(f"{url}: {problem}{tries}")
+        if self._aborted:
+            raise ModelError(f"{url}: cancelled")
+        raise ServerUnavailable(f"{url}: {problem}{tries}")
 
     def _transfer(self, method: str, url: str, payload: dict | None, deadline: float, cancel=None):
         """The answer as it arrives: ``("head", status, content_type)``, then ``("data",
@@ -245,7 +247,9 @@ class _Http:
             data = b"".join(body)
             _check_status(url, status, data, self.api_key)
             return [_json_answer(url, data)], False
-        return events, False
+        # a stream always ends with [DONE]: without it the server went away in the middle (a
+        # connection closed by a killed server reads as a clean end), and the tokens are not all
+        raise _Retry("the server closed the connection before the end of its answer")
 
     def close(self) -> None:
         self.client.close()
@@ -258,6 +262,14 @@ def _names(ids: list[str]) -> str:
 
 class _Retry(Exception):
     """A failure that another try may not meet; the message says what went wrong."""
+
+
+class ServerUnavailable(ModelError):
+    """The server could not serve a call, however often it was tried: unreachable, timed out,
+    the connection dropped, or HTTP 408/429/5xx. Not the request's fault: another replica of the
+    same model may serve it (:mod:`cwmtui.model.replicas`). A refusal of the request itself
+    (a bad API key, a prompt over the context, an answer cwmtui cannot read) is a plain
+    :class:`ModelError`."""
 
 
 def _check_status(url: str, status: int, body: bytes, api_key: str | None = None) -> None:
@@ -388,16 +400,17 @@ class ServerBackend(Backend):
         self,
         url: str,
         kind: str = "vllm",
-        tokenizer: str | None = None,
+        tokenizer=None,
         timeout: float = 300.0,
         retries: int = 2,
         backoff: float = 0.5,
         api_key: str | None = None,
         served_model: str | None = None,
     ) -> None:
-        """``api_key``: sent as a bearer token to a vLLM server (default: $VLLM_API_KEY).
-        ``served_model``: which of the server's models (or LoRA adapters) to prompt; needed
-        when it serves several."""
+        """``tokenizer``: ``--tokenizer PATH|cwm``, or one already loaded (replicas of one
+        model share it); None: the server's ``/tokenize``. ``api_key``: sent as a bearer token
+        to a vLLM server (default: $VLLM_API_KEY). ``served_model``: which of the server's
+        models (or LoRA adapters) to prompt; needed when it serves several."""
         if kind not in ("vllm", "fgserve"):
             raise ModelError(f"--server-kind {kind!r}: choose vllm or fgserve")
         check_url(url)
@@ -417,8 +430,10 @@ class ServerBackend(Backend):
         try:
             if kind == "vllm":
                 self.model_name, self.context_length = self._served_model(served_model)
-            if tokenizer:
+            if isinstance(tokenizer, str) and tokenizer:
                 self._tokens = load_any_tokenizer(tokenizer)
+            elif tokenizer is not None and not isinstance(tokenizer, str):
+                self._tokens = tokenizer
             elif kind == "vllm":
                 self._tokens = RemoteTokenizer(self.http, self.model_name or "")
             else:
