@@ -224,6 +224,39 @@ def test_real_cwm_generations_are_scored_and_classed_for_triage(capsys, tmp_path
     }
 
 
+def test_an_interrupted_run_goes_on_where_it_stopped_to_the_same_report(capsys, tmp_path):
+    """#25: --out on an earlier results file of the same configuration runs only the programs
+    not done yet (one whose model call failed runs again); the report equals an uninterrupted
+    run's; every record and the report say what produced them; another configuration is refused."""
+    from pathlib import Path
+
+    fixture = Path(__file__).parent / "fixtures" / "cwm_cruxeval_generations.jsonl"
+    whole = tmp_path / "whole.jsonl"
+    expected = run_json(capsys, str(fixture), "--replay", str(fixture), "--out", str(whole))
+    lines = whole.read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    config = records[0]["config"]
+    assert all(r["config"] == config for r in records) and expected["config"] == config
+    assert (config["format"], config["backend"], config["replay"], config["suite"]) == (1, "replay", str(fixture), "cwm_cruxeval_generations")
+    assert {"cwmtui", "date", "decoding", "budgets", "tokenizer", "model", "teacher_force"} <= set(config)
+
+    partial = tmp_path / "partial.jsonl"  # a run stopped after two programs, a third failed
+    failed = {**records[2], "status": "error", "error": "the server went away"}
+    partial.write_text("\n".join([lines[0], lines[1], json.dumps(failed)]) + "\n")
+    again = run_json(capsys, str(fixture), "--replay", str(fixture), "--out", str(partial))
+    for key in ("count", "output_accuracy", "trace_exact", "action_exact", "state_exact", "first_divergence_kinds",
+                "intervals", "string_valued"):
+        assert again[key] == expected[key], key
+    done = [json.loads(line) for line in partial.read_text().splitlines()]
+    assert sorted(r["id"] for r in done) == sorted(r["id"] for r in records)  # none lost, none twice
+    assert all(r.get("status") != "error" for r in done)
+
+    code = main(["eval", str(fixture), "--replay", str(fixture), "--out", str(partial), "--token-budget", "100"])
+    err = capsys.readouterr().err
+    assert code == 2 and "written by another configuration (budgets:" in err and "Traceback" not in err
+    assert partial.read_text().count("\n") == 5  # the file is left as it was
+
+
 def test_recorded_generations_that_are_empty_or_cut_wrong_are_scored_where_they_go_wrong(capsys, tmp_path):
     """An empty generation diverges at step 0 (no seeded frame is made up for it); a generation
     the budget cut off inside a value that is already wrong diverges there, as that state."""

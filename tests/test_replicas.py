@@ -349,6 +349,10 @@ def test_a_replica_killed_mid_run_loses_no_program_and_runs_none_twice(capsys, t
     dead = replicas.report()[1]
     assert dead["url"] == b.url and dead["failures"] >= 1 and dead["down_reason"]
     assert replicas.report()[0]["down_reason"] is None
+    # the report names the replica that failed (and the stderr says so in one line)
+    named = {r["url"]: r for r in report["replicas"]}
+    assert named[b.url]["failures"] >= 1 and named[a.url]["failures"] == 0
+    assert report["config"]["servers"] == [a.url, b.url]
 
 
 def test_a_batch_run_over_replicas_shares_one_replica_set(servers, suite, truths):

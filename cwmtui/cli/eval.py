@@ -150,8 +150,27 @@ def run_suite(args) -> int:
             return opened.pop()
         return backend_from_args(args)
 
+    from ..evaluation.record import ResultsError
+    from ..evaluation.run_config import earlier_records, run_config
+
+    reporter = opened[0]  # (the first backend: its replica report covers every worker's)
+    config = run_config(args, suite, rollout, opened[0])
+    previous: list[dict] = []
+    if args.out is not None:
+        try:
+            previous = earlier_records(args.out, config)  # --out of an earlier run of this configuration
+        except ResultsError as exc:
+            for backend in opened:
+                backend.close()
+            raise UsageError(str(exc)) from None
+        if previous:
+            done = {str(r.get("id")) for r in previous}
+            suite.cases = [c for c in suite.cases if str(c.id) not in done]
+            warn(f"cwmtui eval: {args.out}: {len(previous)} programs already done, {len(suite.cases)} to go")
     try:
-        out = open(args.out, "w", encoding="utf-8") if args.out is not None else None
+        if previous:  # the file again, less the programs whose model calls failed (they run again)
+            _rewrite(args.out, previous)
+        out = open(args.out, "a" if previous else "w", encoding="utf-8") if args.out is not None else None
     except OSError as exc:
         raise UsageError(f"--out {args.out}: cannot write it ({exc.strerror or exc})") from None
     console = TerminalConsole(stderr=True)
@@ -192,6 +211,7 @@ def run_suite(args) -> int:
             model_task = progress.add_task("model", total=len(usable), rate="")
 
             def on_result(record: dict) -> None:
+                record["config"] = config  # what produced it, in every record
                 with lock:
                     finished.append(record)
                     if out is not None:
@@ -201,7 +221,7 @@ def run_suite(args) -> int:
 
             batch = BatchRun(suite, open_backend, options, on_result)
             try:
-                records = batch.run(usable)
+                records = batch.run(usable) if usable else []
             except KeyboardInterrupt:
                 interrupted = True
                 records = []
@@ -212,6 +232,19 @@ def run_suite(args) -> int:
             out.close()
         for backend in opened:
             backend.close()
+    replicas = reporter.replica_report() if hasattr(reporter, "replica_report") else None
+    for replica in replicas or []:
+        if replica.get("failures"):
+            warn(f"cwmtui eval: --server {replica['url']} failed {replica['failures']} time(s)"
+                 f" ({replica.get('last_failure') or replica.get('down_reason')}); its calls went to the other replicas")
+
+    def report_of(done: list[dict]) -> dict:
+        report = aggregate(previous + done, suite.name)
+        report["config"] = config
+        if replicas is not None:
+            report["replicas"] = replicas
+        return report
+
     failed = batch.failed if batch is not None else []
     for line in failed[:5]:
         print(printable(f"cwmtui eval: failed {line}"), file=sys.stderr)
@@ -221,19 +254,36 @@ def run_suite(args) -> int:
         for error in batch.errors[:5]:
             print(printable(f"cwmtui: error: {error}"), file=sys.stderr)
         if finished:
-            print(f"cwmtui: the report below covers the {len(finished)} programs done before it stopped", file=sys.stderr)
-            show(aggregate(finished, suite.name), args)
+            print(f"cwmtui: the report below covers the {len(previous) + len(finished)} programs done before it stopped", file=sys.stderr)
+            show(report_of(finished), args)
         return 2
     if interrupted:
-        print("cwmtui: interrupted" + (f"; finished programs are in {args.out}" if args.out else ""), file=sys.stderr)
-        if finished:
-            print(f"cwmtui: the report below covers the {len(finished)} programs that finished", file=sys.stderr)
-            show(aggregate(finished, suite.name), args)
+        print("cwmtui: interrupted" + (f"; finished programs are in {args.out} (the same command goes on from there)"
+                                        if args.out else ""), file=sys.stderr)
+        if finished or previous:
+            print(f"cwmtui: the report below covers the {len(previous) + len(finished)} programs that finished", file=sys.stderr)
+            show(report_of(finished), args)
         return 130
-    if not records:
+    if not records and not previous:
         raise UsageError(f"{args.suite}: no program could be evaluated")
-    show(aggregate(records, suite.name), args)
+    show(report_of(records), args)
     return 1 if failed else 0
+
+
+def _rewrite(path: str, records: list[dict]) -> None:
+    """Write ``records`` to ``path`` whole or not at all (a file beside it, then renamed)."""
+    import os
+
+    folder = os.path.dirname(os.path.abspath(path))
+    temporary = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "w", encoding="utf-8") as file:
+            for record in records:
+                file.write(json.dumps(record, ensure_ascii=False) + "\n")
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
 
 
 def _rate(progress, task_id, unit: str) -> str:

@@ -1,0 +1,84 @@
+"""What produced a results file: the run's configuration, in every ``--out`` record and every
+``--json`` report, and the check that lets ``--out`` on an earlier file of the same run go on
+where it stopped (a different configuration is refused, the difference named)."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+from .. import __version__
+from .record import ResultsError, read_results
+
+#: the version of the results records' layout (with "config"); files without one are version 0
+RESULTS_FORMAT = 1
+
+#: what may differ between the runs of one results file: when and with which cwmtui it ran, and
+#: how many programs ran at once
+NOT_COMPARED = ("date", "cwmtui", "concurrency")
+
+
+def run_config(args, suite, rollout, backend) -> dict:
+    """The configuration of a ``cwmtui eval`` run (plain JSON)."""
+    replay = getattr(args, "replay", None)
+    if replay:
+        kind = "replay"
+    elif getattr(args, "server", None):
+        kind = getattr(args, "server_kind", "vllm")
+    else:
+        kind = "local"
+    servers = getattr(args, "server", None)
+    return {
+        "format": RESULTS_FORMAT,
+        "cwmtui": __version__,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "suite": suite.name,
+        "programs": {"count": getattr(args, "count", None), "n": getattr(args, "n", None),
+                     "depth": getattr(args, "depth", None), "types": getattr(args, "types", None),
+                     "data": getattr(args, "data", None)},
+        "backend": kind,
+        "model": getattr(backend, "name", "") or getattr(args, "model", None) or "",
+        "model_path": getattr(args, "model", None),
+        "servers": [servers] if isinstance(servers, str) else servers,
+        "served_model": getattr(args, "served_model", None),
+        "replay": replay,
+        "tokenizer": getattr(args, "tokenizer", None),
+        "decoding": {"temperature": rollout.temperature, "top_p": rollout.top_p, "seed": rollout.seed},
+        "budgets": {"token_budget": rollout.token_budget, "frame_tokens": rollout.frame_tokens,
+                    "max_frames": rollout.max_frames},
+        "teacher_force": bool(getattr(args, "teacher_force", False)),
+        "concurrency": getattr(args, "concurrency", 1),
+    }
+
+
+def difference(earlier: dict, now: dict) -> str | None:
+    """The first way ``now`` differs from ``earlier`` (what resuming would mix), or None."""
+    for key in sorted(set(earlier) | set(now)):
+        if key in NOT_COMPARED:
+            continue
+        if earlier.get(key) != now.get(key):
+            return f"{key}: {earlier.get(key)!r} in the file, {now.get(key)!r} now"
+    return None
+
+
+def earlier_records(path: str, config: dict) -> list[dict]:
+    """The records an earlier run of this configuration wrote to ``path`` (none: no file, or an
+    empty one), less those whose model calls failed (they run again). A file of another
+    configuration, or of none, is refused: resuming would mix two runs in one file."""
+    file = Path(path)
+    if not file.exists() or file.stat().st_size == 0:
+        return []
+    try:
+        records = read_results(path)
+    except ResultsError as exc:
+        raise ResultsError(f"--out {path}: an earlier results file, but not one to go on with ({exc})") from None
+    for record in records:
+        earlier = record.get("config")
+        if not isinstance(earlier, dict):
+            raise ResultsError(f"--out {path}: its records do not say what run wrote them; "
+                               "give another file (or remove this one) to start a new run")
+        problem = difference(earlier, config)
+        if problem:
+            raise ResultsError(f"--out {path}: written by another configuration ({problem}); "
+                               "give another file to start a new run")
+    return [r for r in records if r.get("status") != "error"]
