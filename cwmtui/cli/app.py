@@ -80,12 +80,12 @@ def run(args) -> int:
         if args.replay:
             if args.program:
                 raise UsageError("--replay brings its own program: drop PROGRAM (or drop --replay)")
-            if args.replay_id is None:
-                many = replay_list(args)
-                if many is not None:
-                    objects, tokenizer = many
-                    return open_replay_list(args.replay, objects, options, limits, theme=args.theme,
-                                            layout=args.layout, export_dir=args.export_dir, tokenizer=tokenizer)
+            many = replay_list(args)  # a file of many programs: the list, behind --id's program
+            if many is not None:
+                objects, tokenizer = many
+                return open_replay_list(args.replay, objects, options, limits, theme=args.theme,
+                                        layout=args.layout, export_dir=args.export_dir, tokenizer=tokenizer,
+                                        open_id=args.replay_id)
             try:
                 backend = backend_from_args(args)
             except ModelError as exc:

@@ -24,7 +24,7 @@ from .bindings import BINDINGS, INTERVENTIONS, PALETTE_SKIPS
 from .branch_view import BranchView, SessionView
 from .commands import StepCommands
 from .debugger import DebuggerScreen
-from .messages import ExportDone
+from .messages import BranchFinished, ExportDone
 from .screens import TypeAhead
 from .keymap import load_keymap
 from .themes import DEFAULT_THEME, VARIABLE_DEFAULTS, ThemeError, ThemeFile, load_theme, theme_names
@@ -137,6 +137,12 @@ class CwmApp(App):
     def adopt_triage(self, triage) -> None:
         """The failure list of a replay file with many programs (its opener calls this)."""
         self.triage = triage
+
+    def on_branch_finished(self, message: BranchFinished) -> None:
+        """A branch stopped (the debugger has shown it; the message bubbles up here): the
+        triage list, if any, fills the opened program's row from its main rollout."""
+        if self.triage is not None:
+            self.triage.branch_finished(self.view, message.branch)
 
     def begin_program(self) -> None:
         """The triage list picked another program: forget the one on screen (its workers

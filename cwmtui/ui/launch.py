@@ -82,9 +82,13 @@ def open_program(program, open_model, options, limits, *, theme: str, layout: st
 
 
 class ReplayTriage:
-    """A replay file of many programs: the failure list first, then the debugger on the one picked."""
+    """A replay file of many programs: the failure list first, then the debugger on the one picked.
 
-    def __init__(self, path: str, objects: list[tuple[int, dict]], options, limits, tokenizer=None) -> None:
+    ``open_id``: a record to open in the debugger at once (``--replay FILE --id ID``); the list
+    is still there behind it (``l``)."""
+
+    def __init__(self, path: str, objects: list[tuple[int, dict]], options, limits, tokenizer=None,
+                 open_id: str | None = None) -> None:
         from .triage import TriageRow
 
         self.path = path
@@ -93,37 +97,88 @@ class ReplayTriage:
         self.options = options
         self.limits = limits
         self.tokenizer = tokenizer  # an HFTokenizer for token counts, or None (bytes)
+        self.open_id = open_id
+        self.opened = None  # the TriageRow of the program on screen
         self.app: CwmApp | None = None
+        self.list_screen = None  # the TriageScreen
+
+    def row_of(self, ident: str):
+        """The row of the record with this id (as ``--id`` names it), or None."""
+        return next((row for row in self.rows if row.id == str(ident)), None)
 
     def start(self, app: CwmApp) -> None:
         from .triage import TriageScreen
 
         self.app = app
         app.adopt_triage(self)
-        app.install_screen(TriageScreen(self.path, self.rows, self.open_row), name="triage")
-        app.push_screen("triage")
+        row = self.row_of(self.open_id) if self.open_id is not None else None
+        self.list_screen = TriageScreen(self.path, self.rows, self.open_row, self.objects, self.limits,
+                                        cursor_line=row.line if row is not None else None)
+        app.install_screen(self.list_screen, name="triage")
+        backend = self.backend_for(row) if row is not None else None
+        if backend is None:
+            app.push_screen("triage")
+        else:
+            self.open_in_debugger(row, backend)
 
     def open_row(self, row) -> None:
+        """The list picked a program: the debugger forgets the one it showed and opens this one."""
+        backend = self.backend_for(row)
+        if backend is None:
+            return
+        self.app.begin_program()
+        self.open_in_debugger(row, backend)
+
+    def backend_for(self, row):
+        """The replay backend of the row's record; None (and the user told why) if it has none."""
         from ..model import ModelError
         from ..model.replay import ReplayBackend, record_from
 
-        app = self.app
         try:
             record = record_from(self.objects[row.line], f"{self.path}:{row.line}", row.line)
-            backend = ReplayBackend(record, self.tokenizer, source=self.path)
+            return ReplayBackend(record, self.tokenizer, source=self.path)
         except ModelError as exc:
-            app.notify(str(exc), title="cannot open this program", severity="error")
-            return
-        app.begin_program()
+            self.app.notify(str(exc), title="cannot open this program", severity="error")
+            return None
+
+    def open_in_debugger(self, row, backend) -> None:
+        self.opened = row
+        record = backend.record
         live = LiveSession(record.program, lambda progress: backend, self.options, self.limits,
                            origin=f"replay {os.path.basename(self.path)}#{record.id}")
-        live.start(app)
+        live.start(self.app)
+
+    def branch_finished(self, view, branch) -> None:
+        """The app's handler of a branch that stopped: when it is the main rollout of the program
+        opened from the list, that program's row takes its class, step and output."""
+        from ..evaluation.triage import session_summary
+
+        row = self.opened
+        if row is None or self.list_screen is None or view is None or not view.branches or branch is not view.branches[0]:
+            return
+        if branch.placeholder or branch.running or branch.status.stopped_early or branch.intervention:
+            return  # cancelled, or not the model's own rollout: not the record's result
+        self.list_screen.session_result(row.line, session_summary(view.truth, branch.frames, branch.status, branch.comparison))
 
 
 def open_replay_list(path: str, objects, options, limits, *, theme: str, layout: str = "auto",
-                     export_dir: str = ".", tokenizer=None) -> int:
+                     export_dir: str = ".", tokenizer=None, open_id: str | None = None) -> int:
+    """The failure list of a replay file of many programs; with ``open_id`` (``--id``) that
+    program open in the debugger at once, the list behind it (``l``)."""
     check_theme(theme)
-    triage = ReplayTriage(path, objects, options, limits, tokenizer)
+    triage = ReplayTriage(path, objects, options, limits, tokenizer, open_id=open_id)
+    if open_id is not None:
+        from ..model import ModelError
+        from ..model.replay import record_from
+
+        row = triage.row_of(open_id)
+        if row is None:
+            ids = ", ".join(row.id for row in triage.rows[:5]) + (", ..." if len(triage.rows) > 5 else "")
+            raise LaunchError(f"{path}: no generation with id {open_id!r} (ids: {ids})")
+        try:
+            record_from(triage.objects[row.line], f"{path}:{row.line}", row.line)
+        except ModelError as exc:
+            raise LaunchError(str(exc)) from None
     app = CwmApp(theme=theme, layout=layout, export_dir=export_dir, opener=triage.start)
     return run_app(app)
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
+
+import pytest
 
 from cwmtui.interpreter import load_program, trace_program
 from cwmtui.model import RolloutOptions
@@ -127,3 +130,361 @@ def test_ids_sort_as_people_count_them():
     assert [r.id for r in sorted(rows, key=lambda r: r.sort_key("id"))] == \
         ["a9", "a10b2", "a10b10", "sample_3", "sample_23", "sample_228"]
     assert [r.id for r in sorted(rows, key=lambda r: r.sort_key("class"))][:3] == ["a9", "a10b2", "a10b10"]
+
+
+# -- 120 real CWM failures did not triage (#26) --------------------------------------------------
+
+FIXTURE = SAMPLES.parent / "tests" / "fixtures" / "cwm_cruxeval_generations.jsonl"
+
+#: what `cwmtui eval --replay` says of the five real generations (tests/test_eval_cli.py)
+REAL = {
+    "sample_0": ("agree", None, True),
+    "sample_4": ("state", 5, False),
+    "sample_6": ("value", 6, True),
+    "sample_19": ("state", 16, True),
+    "sample_23": ("state", 5, False),
+}
+
+
+def real_records() -> list[dict]:
+    return [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+
+
+def real_results(tmp_path) -> Path:
+    """The five real generations with the fields `cwmtui eval --out` adds (nothing to score)."""
+    records = real_records()
+    for record in records:
+        kind, step, correct = REAL[record["id"]]
+        record.update({"class": kind, "step": step, "string_valued": kind == "state", "status": "ended",
+                       "output": {"expected": record["output"], "correct": correct}})
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def triage_app(path, records=None, **kwargs):
+    from cwmtui.model.replay import read_replay
+
+    objects = [(i + 1, r) for i, r in enumerate(records)] if records is not None else read_replay(str(path))
+    triage = ReplayTriage(str(path), objects, RolloutOptions(), None, **kwargs)
+    return CwmApp(opener=triage.start), triage
+
+
+def by_id(screen) -> dict:
+    return {row.id: row for row in screen.rows}
+
+
+def classified(screen) -> bool:
+    return isinstance(screen, TriageScreen) and all(row.kind for row in screen.rows) \
+        and not getattr(screen, "scoring", 0)
+
+
+def cells(screen, ident: str) -> list[str]:
+    table = screen.query_one("DataTable")
+    line = by_id(screen)[ident].line
+    return [str(cell) for cell in table.get_row(f"{line}")]
+
+
+def shown_lines(widget) -> list[str]:
+    """What a widget shows now, line by line."""
+    return [widget.render_line(y).text.rstrip() for y in range(widget.size.height)]
+
+
+def footer_keys(app) -> dict[str, tuple[int, int]]:
+    from textual.widgets import Footer
+
+    footer = app.screen.query_one(Footer)
+    return {key.description or key.key: (key.region.x, key.region.right)
+            for key in footer.query("FooterKey") if key.display and key.region.width}
+
+
+async def test_records_without_results_are_classified_in_the_background(monkeypatch):
+    """Every row showed class '—', no step and no output: records that are not a results file's
+    are scored as `cwmtui eval --replay` scores them, in a worker, while the list is usable."""
+    import threading
+
+    from cwmtui.evaluation import triage as scoring
+
+    release = threading.Event()
+    real_score = scoring.score_replay_record
+
+    def held(*args, **kwargs):
+        release.wait(20)
+        return real_score(*args, **kwargs)
+
+    monkeypatch.setattr(scoring, "score_replay_record", held)
+    app, _ = triage_app(FIXTURE)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, TriageScreen))
+        screen = app.screen
+        await pilot.pause(0.2)
+        assert screen.scoring and screen.left == 5  # still working: the list is on screen and answers keys
+        assert "classifying 0 of 5" in str(screen.query_one("#triage-title").render())
+        table = screen.query_one("DataTable")
+        await pilot.press("down")
+        assert table.cursor_row == 1
+        release.set()
+        await wait_for(pilot, lambda: classified(screen))
+        for ident, (kind, step, correct) in REAL.items():
+            row = by_id(screen)[ident]
+            assert (row.kind, row.step, row.correct, row.source) == (kind, step, correct, "scored"), ident
+            shown = cells(screen, ident)
+            assert shown[1] == kind and shown[3] == ("" if step is None else str(step))
+            assert shown[5] == ("right" if correct else "wrong")
+        assert by_id(screen)["sample_4"].string_valued and not by_id(screen)["sample_6"].string_valued
+        assert "5 programs, 4 diverge" in str(screen.query_one("#triage-title").render())
+
+
+async def test_a_results_file_is_shown_as_it_is_nothing_is_scored_again(tmp_path, monkeypatch):
+    from cwmtui.evaluation import triage as scoring
+
+    calls = []
+    monkeypatch.setattr(scoring, "score_replay_record", lambda *a, **k: calls.append(a))
+    path, records = results_file(tmp_path)
+    app, _ = triage_app(path, records)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        screen = app.screen
+        assert calls == [] and not screen.scoring
+        assert {r.id: (r.kind, r.source) for r in screen.rows} == \
+            {"strings": ("state", "file"), "swaps": ("agree", "file"), "nested": ("action", "file")}
+
+
+async def test_opening_a_record_fills_its_row_from_the_session(monkeypatch):
+    from cwmtui.evaluation import triage as scoring
+
+    def not_now(*args, **kwargs):
+        raise scoring.NotScored("held back by the test")
+
+    monkeypatch.setattr(scoring, "score_replay_record", not_now)
+    app, _ = triage_app(FIXTURE)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, TriageScreen) and not app.screen.scoring)
+        screen = app.screen
+        assert not by_id(screen)["sample_23"].kind and cells(screen, "sample_23")[1] == "not scored"
+        index = next(i for i, r in enumerate(screen.shown) if r.id == "sample_23")
+        screen.query_one("DataTable").move_cursor(row=index)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: opened(app, "sample_23"))
+        await wait_for(pilot, lambda: by_id(screen)["sample_23"].kind != "")
+        row = by_id(screen)["sample_23"]
+        assert (row.kind, row.step, row.correct, row.string_valued, row.source) == ("state", 5, False, True, "session")
+        await pilot.press("l")
+        assert app.screen is screen
+        assert cells(screen, "sample_23")[1:6] == ["state", "str", "5", "ended", "wrong"]
+
+
+async def test_the_details_panel_follows_the_cursor_with_outputs_notes_and_status(tmp_path):
+    """Expected and predicted output, the record's root-cause note and its status, below the
+    list, for the highlighted record; all of it the record's text, never markup."""
+    records = real_records()[:2]  # sample_0 (right), sample_4 (wrong)
+    for record in records:  # an ASSERT-KTH results line: expected, predicted, correct
+        record["expected"], record["predicted"] = record["output"], record["output"]
+        record["correct"] = record["id"] == "sample_0"
+    records[1]["predicted"] = "'          '"
+    records[1]["root_cause"] = {"category": "String Operation Error", "note": "[red]one space short[/red]"}
+    cut = dict(records[0], id="sample_150", status="TRUNCATED", correct=False, predicted=None,
+               root_cause="Truncated", generation=records[0]["generation"][:700])
+    path = tmp_path / "assert_kth.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [*records, cut]))
+    app, _ = triage_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: classified(app.screen))
+        screen = app.screen
+        details = screen.query_one("#triage-details")
+        table = screen.query_one("DataTable")
+
+        def show(ident: str) -> list[str]:
+            table.move_cursor(row=next(i for i, r in enumerate(screen.shown) if r.id == ident))
+            return shown_lines(details)
+
+        await pilot.pause()
+        lines = show("sample_4")
+        await pilot.pause()
+        lines = shown_lines(details)
+        assert lines[0].startswith("sample_4 · output wrong · first divergence at step 5: state, string-valued")
+        assert "expected:  '           '" in lines and "predicted: '          '" in lines
+        assert "status:    ended" in lines
+        assert "root cause: String Operation Error · [red]one space short[/red]" in lines
+        assert any(line.startswith("At step 5, before line 5") for line in lines)
+        show("sample_150")
+        await pilot.pause()
+        lines = shown_lines(details)
+        assert lines[0].startswith("sample_150 · output wrong")
+        assert "status:    TRUNCATED: the model's trace was cut off before it ended" in lines
+        assert "root cause: Truncated" in lines and "predicted: —" in lines
+        assert cells(screen, "sample_150")[4] == "TRUNCATED"
+        show("sample_0")
+        await pilot.pause()
+        lines = shown_lines(details)
+        assert lines[0].startswith("sample_0 · output right · the model's trace is the interpreter's")
+        assert not any("root cause" in line for line in lines)
+
+
+async def test_j_k_g_and_G_move_in_the_list(tmp_path):
+    app, _ = triage_app(real_results(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: classified(app.screen))
+        table = app.screen.query_one("DataTable")
+        assert table.row_count == 4  # the failures
+        await pilot.press("G")
+        assert table.cursor_row == 3
+        await pilot.press("k", "k")
+        assert table.cursor_row == 1
+        await pilot.press("g")
+        assert table.cursor_row == 0
+        await pilot.press("j")
+        assert table.cursor_row == 1
+
+
+async def test_f_shows_one_class_at_a_time_and_the_title_says_which(tmp_path):
+    app, _ = triage_app(real_results(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: classified(app.screen))
+        screen = app.screen
+        title = screen.query_one("#triage-title")
+        seen = []
+        for _ in range(2):
+            await pilot.press("f")
+            seen.append((screen.only_class, sorted(r.id for r in screen.shown)))
+            assert f"showing failures of class {screen.only_class} ({len(screen.shown)})" in str(title.render())
+        assert seen == [("state", ["sample_19", "sample_23", "sample_4"]), ("value", ["sample_6"])]
+        await pilot.press("f")  # and all of them again
+        assert screen.only_class is None and len(screen.shown) == 4
+        assert "of class" not in str(title.render())
+        await pilot.press("a", "f", "f", "f")  # all programs: the exact one's class is offered too
+        assert screen.only_class == "agree" and [r.id for r in screen.shown] == ["sample_0"]
+        assert "showing all programs of class agree (1)" in str(title.render())
+
+
+async def test_slash_searches_ids_entries_and_the_records_text_and_n_goes_to_the_next(tmp_path):
+    app, _ = triage_app(real_results(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: classified(app.screen))
+        screen = app.screen
+        table = screen.query_one("DataTable")
+
+        def current() -> str:
+            return screen.shown[table.cursor_row].id
+
+        await pilot.press("slash", *"rstrip", "enter")  # text of sample_23's code
+        assert current() == "sample_23"
+        assert "search 'rstrip': 1 found" in str(screen.query_one("#triage-title").render())
+        await pilot.press("slash", *"sample_19", "enter")  # an id
+        assert current() == "sample_19"
+        await pilot.press("g", "slash", *"join", "enter")  # sample_4 and sample_19 join strings
+        found = [current()]
+        await pilot.press("n")
+        found.append(current())
+        await pilot.press("n")
+        found.append(current())
+        assert sorted(found[:2]) == ["sample_19", "sample_4"] and found[2] == found[0]
+        await pilot.press("N")
+        assert current() == found[1]
+        await pilot.press("slash", *"quit", "escape")  # q is typed, not obeyed; esc closes the search
+        assert app.is_running and app.screen is screen and screen.search == "join"
+        assert not screen.searching and table.has_focus
+
+
+async def test_the_list_key_works_after_opening_one_program_of_many_with_an_id():
+    """`cwmtui --replay FILE --id X`: l did nothing, the list was never built."""
+    app, triage = triage_app(FIXTURE, open_id="sample_23")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: opened(app, "sample_23"))
+        assert app.screen is app.debugger and app.triage is triage
+        assert app.debugger.check_action("triage", ()) is True
+        await pilot.press("l")
+        screen = app.screen
+        assert isinstance(screen, TriageScreen)
+        assert screen.shown[screen.query_one("DataTable").cursor_row].id == "sample_23"
+        await wait_for(pilot, lambda: by_id(screen)["sample_23"].kind == "state")
+        await pilot.press("escape")  # back to the program
+        assert app.screen is app.debugger and opened(app, "sample_23")
+
+
+def test_an_id_the_replay_file_does_not_hold_is_told_before_the_app_starts(monkeypatch):
+    from cwmtui.model.replay import read_replay
+    from cwmtui.ui import launch
+
+    def never(app):
+        raise AssertionError("the app must not start")
+
+    monkeypatch.setattr(launch, "run_app", never)
+    objects = read_replay(str(FIXTURE))
+    with pytest.raises(launch.LaunchError, match="no generation with id 'sample_999'"):
+        launch.open_replay_list(str(FIXTURE), objects, RolloutOptions(), None, theme="dark", open_id="sample_999")
+    broken = [*objects, (99, {"id": "a", "code": "def f(:\n    pass", "input": "1", "generation": ""})]
+    with pytest.raises(launch.LaunchError, match="syntax error"):
+        launch.open_replay_list(str(FIXTURE), broken, RolloutOptions(), None, theme="dark", open_id="a")
+
+
+async def test_a_record_that_cannot_be_scored_says_why_in_its_row_and_details(tmp_path):
+    records = [*real_records()[:2],
+               {"id": "broken", "code": "def f(:\n    pass", "input": "1", "generation": ""},
+               {"id": "silent", "code": "def f(x):\n    return x", "input": "1"}]  # no generation
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    app, _ = triage_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, TriageScreen) and not app.screen.scoring)
+        screen = app.screen
+        assert {r.id: r.kind for r in screen.rows} == {"sample_0": "agree", "sample_4": "state", "broken": "", "silent": ""}
+        assert cells(screen, "broken")[1] == "not scored"
+        screen.query_one("DataTable").move_cursor(row=next(i for i, r in enumerate(screen.shown) if r.id == "broken"))
+        await pilot.pause()
+        first = shown_lines(screen.query_one("#triage-details"))[0]
+        assert first.startswith("broken · not scored: ") and "syntax error" in first
+        assert "Traceback" not in first
+
+
+async def test_the_footer_shows_only_the_keys_that_do_something_here(tmp_path):
+    app, _ = triage_app(real_results(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: classified(app.screen))
+        await pilot.pause()
+        keys = footer_keys(app)
+        assert {"Open", "Filter", "Search", "Sort", "Failures/all", "Quit"} <= set(keys)
+        assert "Back" not in keys  # no program open to go back to
+        assert "Next" not in keys  # nothing searched for
+        await pilot.press("escape")
+        assert isinstance(app.screen, TriageScreen)
+        await pilot.press("slash", *"sample", "enter")
+        await pilot.pause()
+        assert "Next" in footer_keys(app)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.view is not None and opened(app, app.view.origin.rsplit("#", 1)[1]))
+        await pilot.press("l")
+        await pilot.pause()
+        assert "Back" in footer_keys(app)
+
+
+@pytest.mark.parametrize("width, height", [(80, 24), (120, 40)])
+async def test_the_list_fits_80x24_and_120x40(tmp_path, monkeypatch, width, height):
+    """The title, the list, the details and every footer key, at both sizes."""
+    monkeypatch.chdir(tmp_path)
+    path = real_results(Path("."))
+    app, _ = triage_app(path)
+    async with app.run_test(size=(width, height)) as pilot:
+        await wait_for(pilot, lambda: classified(app.screen))
+        screen = app.screen
+        await pilot.press("slash", *"xquery", "enter")  # sample_23
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: opened(app, "sample_23"))
+        await pilot.press("l")
+        await pilot.pause()
+        keys = footer_keys(app)
+        assert {"Open", "Filter", "Search", "Next", "Sort", "Failures/all", "Back", "Quit"} <= set(keys)
+        assert all(right <= width for _left, right in keys.values()), (width, keys)
+        title = shown_lines(screen.query_one("#triage-title"))
+        assert title[0].startswith(f"{path}: 5 programs, 4 diverge")
+        assert title[1].startswith("showing failures (4) · search 'xquery': 1 found")
+        table = screen.query_one("DataTable")
+        assert table.size.height >= 6  # the header and all five programs
+        lines = shown_lines(screen.query_one("#triage-details"))
+        assert lines[0].startswith("sample_23 · output wrong · first divergence at step 5")
+        assert lines[1].startswith("expected:  'new-medium-performing-application - XQuery 2.'")
+        assert lines[2].startswith("predicted: 'new-medium-performing-application - XQuery 2.2'")
+        assert lines[3] == "status:    ended"
+        assert lines[4].startswith("At step 5, before line 7")
+        shot = app.save_screenshot(f"triage-{width}x{height}.svg", str(tmp_path))
+        assert "XQuery" in Path(shot).read_text()
