@@ -142,7 +142,7 @@ class StatePanel(RenderedPanel):
                 self.show_renderable(self._render_state())
                 return
 
-    def _table(self, rows: list[VariableRow]) -> Text:
+    def _table(self, rows: list[VariableRow], empty: str = "(no locals on a return or exception step)") -> Text:
         """variable | interpreter | model | status, laid out by hand (a rich Table costs more,
         and this runs on every key press). Folded values end in "…"; unfolded ones wrap."""
         width = max(20, self.scrollable_content_region.width or 60)
@@ -194,7 +194,7 @@ class StatePanel(RenderedPanel):
             self._row_lines.append((line, line + height - 1, var.name))
             line += height
         if not rows:
-            text.append("(no locals on a return or exception step)\n", style("state--dim"))
+            text.append(empty + "\n", style("state--dim"))
         text.rstrip()
         return text
 
@@ -237,7 +237,9 @@ class StatePanel(RenderedPanel):
             parts.append(Text(head))
         self._table_top = sum(len(p.wrap(self.app.console, max(1, self.scrollable_content_region.width or 60)))
                               for p in parts if isinstance(p, Text)) + 2  # the header and its rule
-        table = self._table(rows)
+        no_names = frame is not None and frame.locals is not None  # a call or line with nothing in scope
+        table = self._table(rows, "(no variables in scope at this step)" if no_names else
+                            "(no locals on a return or exception step)")
         parts.append(table)
         self.lenses = []
         for var in [v for v in rows if v.differs and v.string_valued][:LENS_LIMIT]:

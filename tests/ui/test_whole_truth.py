@@ -418,3 +418,17 @@ async def test_r_resumes_is_said_only_where_r_can_resume(interpreter):
         shown = "\n".join(rows(app.debugger.model_timeline))
         assert "■ cancelled after 6 steps" in shown and "r resumes" not in shown
         assert app.debugger.check_action("resume", ()) is False
+
+
+async def test_a_step_with_nothing_in_scope_does_not_claim_to_be_a_return(interpreter, tmp_path):
+    from .sessions import model_frames, offline_view
+
+    path = tmp_path / "nothing.py"
+    path.write_text("def f():  # << START_OF_TRACE\n    return 1\n")
+    program = load_program(str(path), call="f()")
+    truth = interpreter.trace(program)
+    app = CwmApp(offline_view(program, truth, model_frames(program, truth)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        shown = " ".join(rows(app.debugger.state_panel))  # step 0: the call of f(), no arguments
+        assert "no variables in scope at this step" in shown and "return or exception" not in shown
