@@ -52,6 +52,16 @@ class Completion:
         return self.processed + self.fed_back
 
 
+def nothing_to_complete(max_new_tokens: int, cancel) -> Completion | None:
+    """The completion a backend gives without asking its model (no room left, or cancelled
+    before it began), or None: the call must run."""
+    if max_new_tokens <= 0:
+        return Completion([], 0, "length")
+    if is_cancelled(cancel):
+        return Completion([], 0, "cancelled")
+    return None
+
+
 def is_cancelled(cancel) -> bool:
     """``cancel`` may be None, a ``threading.Event``-like object, or a callable."""
     if cancel is None:

@@ -38,7 +38,7 @@ from typing import Any, Sequence
 from urllib.parse import urlsplit
 
 from ..trace import tokens
-from .backend import Backend, Completion, ModelError, is_cancelled
+from .backend import Backend, Completion, ModelError, nothing_to_complete
 from .server import ServerBackend, ServerUnavailable, check_url
 
 #: seconds before a replica marked down is tried again
@@ -377,10 +377,9 @@ class ReplicaBackend(Backend):
         seed: int | None = None,
         cancel=None,
     ) -> Completion:
-        if max_new_tokens <= 0:
-            return Completion([], 0, "length")
-        if is_cancelled(cancel):
-            return Completion([], 0, "cancelled")
+        trivial = nothing_to_complete(max_new_tokens, cancel)
+        if trivial is not None:
+            return trivial
         if self._closed:
             raise ModelError("the backend is closed")
         stops = list(stop_ids)

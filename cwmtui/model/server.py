@@ -30,7 +30,7 @@ from typing import Sequence
 from urllib.parse import unquote, urlsplit
 
 from ..trace import tokens
-from .backend import Backend, Completion, ModelError, check_special_ids, is_cancelled
+from .backend import Backend, Completion, ModelError, check_special_ids, is_cancelled, nothing_to_complete
 from .tokenizer import load_any_tokenizer
 
 _RETRY_STATUS = {408, 429, 500, 502, 503, 504}
@@ -497,10 +497,9 @@ class ServerBackend(Backend):
         seed: int | None = None,
         cancel=None,
     ) -> Completion:
-        if max_new_tokens <= 0:
-            return Completion([], 0, "length")
-        if is_cancelled(cancel):
-            return Completion([], 0, "cancelled")
+        trivial = nothing_to_complete(max_new_tokens, cancel)
+        if trivial is not None:
+            return trivial
         stops = list(dict.fromkeys(stop_ids))
         prompt = list(prompt_ids)
         cancelled = False
