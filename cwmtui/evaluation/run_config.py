@@ -13,9 +13,9 @@ from .record import ResultsError, read_results
 #: the version of the results records' layout (with "config"); files without one are version 0
 RESULTS_FORMAT = 1
 
-#: what may differ between the runs of one results file: when and with which cwmtui it ran, and
-#: how many programs ran at once
-NOT_COMPARED = ("date", "cwmtui", "concurrency")
+#: what may differ between the runs of one results file: when and with which cwmtui it ran, how
+#: many programs ran at once, and on which servers (a lost node is left out of the next run)
+NOT_COMPARED = ("date", "cwmtui", "concurrency", "servers")
 
 
 def run_config(args, suite, rollout, backend) -> dict:
@@ -37,7 +37,8 @@ def run_config(args, suite, rollout, backend) -> dict:
                      "depth": getattr(args, "depth", None), "types": getattr(args, "types", None),
                      "data": getattr(args, "data", None)},
         "backend": kind,
-        "model": getattr(backend, "name", "") or getattr(args, "model", None) or "",
+        # the model a server serves (not the server's address or the number of replicas)
+        "model": _served(backend) or str(getattr(backend, "name", "") or getattr(args, "model", None) or ""),
         "model_path": getattr(args, "model", None),
         "servers": [servers] if isinstance(servers, str) else servers,
         "served_model": getattr(args, "served_model", None),
@@ -49,6 +50,12 @@ def run_config(args, suite, rollout, backend) -> dict:
         "teacher_force": bool(getattr(args, "teacher_force", False)),
         "concurrency": getattr(args, "concurrency", 1),
     }
+
+
+def _served(backend) -> str | None:
+    """The name of the model a server backend serves (its ``model_name``), if it is one."""
+    served = getattr(backend, "model_name", None)
+    return served if isinstance(served, str) and served else None
 
 
 def difference(earlier: dict, now: dict) -> str | None:
