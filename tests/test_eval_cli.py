@@ -347,3 +347,25 @@ def test_a_server_that_fails_every_program_stops_the_run(capsys, tmp_path, monke
     assert main(["eval", str(path), "--json"]) == 2
     err = capsys.readouterr().err
     assert "5 programs in a row failed; stopped" in err
+
+
+def test_a_run_goes_on_over_other_servers_of_the_same_model_but_not_another_model():
+    from cwmtui.evaluation.run_config import difference
+
+    class Replicas:
+        model_name = "facebook/cwm"
+        name = "vllm · 2 replicas (facebook/cwm)"
+
+    from types import SimpleNamespace
+
+    from cwmtui.evaluation.run_config import run_config
+    from cwmtui.model import RolloutOptions
+
+    args = SimpleNamespace(server=["http://a:8000", "http://b:8000"], server_kind="vllm", count=3)
+    suite = SimpleNamespace(name="cruxeval")
+    first = run_config(args, suite, RolloutOptions(), Replicas())
+    assert first["model"] == "facebook/cwm"  # what is served, not how many servers or where
+    fewer = run_config(SimpleNamespace(**{**vars(args), "server": ["http://a:8000"]}), suite, RolloutOptions(), Replicas())
+    assert difference(first, fewer) is None  # a lost node: the run goes on without it
+    other = {**first, "model": "another/model"}
+    assert difference(first, other) == "model: 'facebook/cwm' in the file, 'another/model' now"
