@@ -16,7 +16,7 @@ def save_figure(report: dict, path: str) -> None:
         panels.append(_s5_panel)
     if report.get("by_depth"):
         panels += [_depth_panel, _type_panel]
-    figure, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
+    figure, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 5.4), squeeze=False)
     for panel, axis in zip(panels, axes[0]):
         panel(axis, report)
     title = f"{report['suite']}: {report['count']} programs"
@@ -32,31 +32,60 @@ def _percent(values):
     return [None if v is None else 100 * v for v in values]
 
 
+def _band(axis, xs, cells, colour, key="output_accuracy_ci95") -> None:
+    """A curve's 95% interval as a light band (cells without one are left out)."""
+    points = [(x, c[key]) for x, c in zip(xs, cells) if c and c.get(key)]
+    if len(points) >= 2:
+        axis.fill_between([x for x, _ in points], [100 * ci[0] for _, ci in points], [100 * ci[1] for _, ci in points],
+                          color=colour, alpha=0.15, linewidth=0)
+
+
+def _errors(metrics: dict, keys) -> list[list[float]] | None:
+    """Bars' 95% intervals as matplotlib's yerr (below, above), in percent."""
+    intervals = metrics.get("intervals") or {}
+    if not all(intervals.get(k) and intervals[k].get("n") for k in keys):
+        return None
+    low = [100 * (intervals[k]["value"] - intervals[k]["ci95"][0]) for k in keys]
+    high = [100 * (intervals[k]["ci95"][1] - intervals[k]["value"]) for k in keys]
+    return [low, high]
+
+
+def _legend(axis, size="small", columns=1) -> None:
+    """Below the plot, never over its lines."""
+    axis.legend(fontsize=size, ncol=columns, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
+
+
 def _summary_panel(axis, report: dict) -> None:
     keys = [("output_accuracy", "output"), ("trace_exact", "trace"), ("action_exact", "action"), ("state_exact", "state")]
     xs = range(len(keys))
     free = [100 * (report.get(k) or 0) for k, _ in keys]
     forced = report.get("teacher_forced")
     width = 0.38 if forced else 0.6
-    axis.bar([x - (width / 2 if forced else 0) for x in xs], free, width, label="free-running", color="tab:cyan")
+    names = [k for k, _ in keys]
+    axis.bar([x - (width / 2 if forced else 0) for x in xs], free, width, label="free-running (95% CI)", color="tab:cyan",
+             yerr=_errors(report, names), capsize=3)
     if forced:
-        axis.bar([x + width / 2 for x in xs], [100 * (forced.get(k) or 0) for k, _ in keys], width, label="teacher-forced", color="tab:purple")
+        axis.bar([x + width / 2 for x in xs], [100 * (forced.get(k) or 0) for k, _ in keys], width, label="teacher-forced (95% CI)",
+                 color="tab:purple", yerr=_errors(forced, names), capsize=3)
     if report["suite"] == "cruxeval":
         axis.axhline(100 * PUBLISHED["cruxeval"]["output_accuracy"], color="grey", linestyle=":", label="Meta CWM output (88%)")
     axis.set_xticks(list(xs), [label for _, label in keys])
     axis.set_ylim(0, 105)
     axis.set_ylabel("%")
     axis.set_title("exact match")
-    axis.legend(fontsize="small")
+    _legend(axis)
 
 
 def _s5_panel(axis, report: dict) -> None:
     by_n = report["by_n"]
     ns = [int(n) for n in by_n]
     axis.plot(ns, _percent([c["output_accuracy"] for c in by_n.values()]), "o-", color="tab:cyan", label="free-running")
+    _band(axis, ns, list(by_n.values()), "tab:cyan")
     if any("teacher_forced" in c for c in by_n.values()):
         forced = [c.get("teacher_forced", {}).get("output_accuracy") for c in by_n.values()]
-        axis.plot(ns, _percent(forced), "s-", color="tab:purple", label="teacher-forced")
+        # dashed over solid: where the two conditions agree, both lines stay visible
+        axis.plot(ns, _percent(forced), "s--", color="tab:purple", label="teacher-forced")
+        _band(axis, ns, [c.get("teacher_forced") for c in by_n.values()], "tab:purple")
     for name, style, colour in (("free", "o:", "tab:cyan"), ("teacher_forced", "s:", "tab:purple")):
         curve = PUBLISHED["s5"][name]
         axis.plot(list(curve), _percent(list(curve.values())), style, color=colour, alpha=0.45,
@@ -66,14 +95,15 @@ def _s5_panel(axis, report: dict) -> None:
     axis.set_ylim(-3, 105)
     axis.set_xlabel("N (permutation steps)")
     axis.set_ylabel("output accuracy %")
-    axis.set_title("S5 state tracking")
-    axis.legend(fontsize="small")
+    axis.set_title("S5 state tracking (bands: 95% CI)")
+    _legend(axis, columns=2)
 
 
 def _depth_panel(axis, report: dict) -> None:
     by_depth = report["by_depth"]
     depths = [int(d) for d in by_depth]
     axis.plot(depths, _percent([c["output_accuracy"] for c in by_depth.values()]), "o-", color="black", label="all types")
+    _band(axis, depths, list(by_depth.values()), "black")
     axis.plot(depths, _percent([c["baseline"] for c in by_depth.values()]), "--", color="grey", label="p^d baseline")
     for form, cells in report.get("by_form", {}).items():
         axis.plot([int(d) for d in cells], _percent([c["output_accuracy"] for c in cells.values()]), ".-", label=str(form))
@@ -89,7 +119,7 @@ def _depth_panel(axis, report: dict) -> None:
     axis.set_xlabel("composition depth")
     axis.set_ylabel("output accuracy %")
     axis.set_title("composition: nested vs flattened")
-    axis.legend(fontsize="small")
+    _legend(axis, columns=2)
 
 
 def _type_panel(axis, report: dict) -> None:
@@ -105,4 +135,4 @@ def _type_panel(axis, report: dict) -> None:
     axis.set_xlabel("composition depth")
     axis.set_ylabel("output accuracy %")
     axis.set_title("per type (dotted: p^d)")
-    axis.legend(fontsize="x-small", ncol=2)
+    _legend(axis, size="x-small", columns=4)
