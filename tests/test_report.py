@@ -200,3 +200,17 @@ def test_plot_is_a_png(tmp_path):
     path = tmp_path / "s5.png"
     save_figure(aggregate(s5_records()), str(path))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_survival_curve_is_the_share_still_agreeing_after_each_step():
+    """#25: share of programs whose trace still agrees after step k (hand-computed)."""
+    from cwmtui.analysis.report import survival
+
+    views = [
+        {"first_divergence": {"step": 0}, "frames": {"truth": 4}},  # wrong from the start
+        {"first_divergence": {"step": 2}, "frames": {"truth": 4}},
+        {"first_divergence": None, "frames": {"truth": 3}},  # agreed to its end
+        {"first_divergence": {"step": 5}, "frames": {"truth": 6}},
+    ]
+    assert survival(views) == [[0, 0.75], [1, 0.75], [2, 0.5], [3, 0.5], [4, 0.5], [5, 0.25], [6, 0.25]]
+    assert survival([]) == []

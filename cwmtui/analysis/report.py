@@ -65,6 +65,23 @@ def intervals(views: list[dict]) -> dict:
     return {key: wilson(*counts[key]).to_json() for key in PROPORTIONS}
 
 
+SURVIVAL_POINTS = 60  # steps a survival curve is given at (at most; every step of a short suite)
+
+
+def survival(views: list[dict]) -> list[list[float]]:
+    """The share of programs whose trace still agrees after step k: ``[[k, share], ...]`` for k
+    from 0 to the longest true trace. A program agrees after step k when its first divergence
+    comes later (or never: a trace that agreed to its end keeps counting)."""
+    if not views:
+        return []
+    firsts = [(v.get("first_divergence") or {}).get("step") for v in views]
+    firsts = [s if isinstance(s, int) else None for s in firsts]
+    longest = max(int(v["frames"]["truth"]) for v in views)
+    stride = max(1, -(-longest // SURVIVAL_POINTS))
+    steps = sorted(set(range(0, longest + 1, stride)) | {longest})
+    return [[k, sum(1 for s in firsts if s is None or s > k) / len(views)] for k in steps]
+
+
 def condition_metrics(views: list[dict]) -> dict:
     """Rates over the free-running (or teacher-forced) part of each record."""
     count = len(views)
@@ -86,6 +103,7 @@ def condition_metrics(views: list[dict]) -> dict:
         "regimes": dict(regimes.most_common()),
         "truncations": {status: statuses.get(status, 0) for status in TRUNCATION_STATUSES},
         "intervals": intervals(views),
+        "survival": survival(views),
     }
 
 

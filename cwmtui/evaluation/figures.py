@@ -12,6 +12,8 @@ def save_figure(report: dict, path: str) -> None:
     from matplotlib import pyplot as plt
 
     panels = [_summary_panel]
+    if report.get("survival"):
+        panels.append(_survival_panel)
     if report.get("by_n"):
         panels.append(_s5_panel)
     if report.get("by_depth"):
@@ -73,6 +75,20 @@ def _summary_panel(axis, report: dict) -> None:
     axis.set_ylim(0, 105)
     axis.set_ylabel("%")
     axis.set_title("exact match")
+    _legend(axis)
+
+
+def _survival_panel(axis, report: dict) -> None:
+    curve = report["survival"]
+    axis.step([k for k, _ in curve], [100 * s for _, s in curve], where="post", color="tab:cyan", label="free-running")
+    forced = (report.get("teacher_forced") or {}).get("survival")
+    if forced:  # dashed over solid: where they agree, both stay visible
+        axis.step([k for k, _ in forced], [100 * s for _, s in forced], where="post", color="tab:purple",
+                  linestyle="--", label="teacher-forced")
+    axis.set_ylim(-3, 105)
+    axis.set_xlabel("step k")
+    axis.set_ylabel("% of programs still agreeing after step k")
+    axis.set_title("survival of the trace")
     _legend(axis)
 
 
