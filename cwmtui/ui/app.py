@@ -165,9 +165,11 @@ class CwmApp(App):
         for command in super().get_system_commands(screen):
             if command.title not in ("Theme", "Keys"):  # ours below; ? is the keys panel, esc closes it
                 yield command
+        for name in theme_names():
+            yield SystemCommand(f"Theme: {name}", f"Switch to the {name} theme", lambda n=name: self.switch_theme(n))
         debugger = self.screen_stack[0]
-        if not isinstance(debugger, DebuggerScreen):
-            return
+        if not isinstance(debugger, DebuggerScreen) or screen is not debugger:
+            return  # (the triage list on top: the debugger's commands would act on a screen out of sight)
         # every key of the debugger, from the one bindings table (as the keymap bound them)
         for binding in self.bindings_as_bound():
             if binding.id in PALETTE_SKIPS or debugger.check_action(binding.action, ()) is False:
@@ -176,8 +178,6 @@ class CwmApp(App):
             yield SystemCommand(binding.tooltip or binding.description, f"key {keys}", partial(debugger.run_action, binding.action))
         yield SystemCommand("Jump to first divergence", "Select the step where the model first leaves the truth",
                             self.jump_to_first_divergence)
-        for name in theme_names():
-            yield SystemCommand(f"Theme: {name}", f"Switch to the {name} theme", lambda n=name: self.switch_theme(n))
         yield SystemCommand("Toggle layout", "Source pane in its own column, or below the timelines",
                             self.toggle_layout)
 

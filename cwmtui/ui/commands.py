@@ -13,6 +13,8 @@ class StepCommands(Provider):
         if not text.lstrip("-").isdigit():
             return
         debugger = self.app.screen_stack[0]
+        if self.screen is not debugger:  # (the triage list on top: no step of a screen out of sight)
+            return
         branch = getattr(debugger, "branch", None)
         if branch is None or not len(branch):
             return

@@ -488,3 +488,20 @@ async def test_the_list_fits_80x24_and_120x40(tmp_path, monkeypatch, width, heig
         assert lines[4].startswith("At step 5, before line 7")
         shot = app.save_screenshot(f"triage-{width}x{height}.svg", str(tmp_path))
         assert "XQuery" in Path(shot).read_text()
+
+
+async def test_the_palette_over_the_list_offers_no_command_of_the_debugger_out_of_sight(tmp_path):
+    """The debugger's step and key commands acted on the hidden debugger while the list was on
+    top; over the list the palette offers the app's own (themes) only."""
+    from cwmtui.ui.commands import StepCommands
+
+    app, _ = triage_app(real_results(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: classified(app.screen))
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert any(t.startswith("Theme:") for t in titles)
+        assert not any(t in titles for t in ("Next divergence", "Jump to first divergence", "Go to a step", "Toggle layout"))
+        provider = StepCommands(app.screen)
+        assert [hit async for hit in provider.search("3")] == []
+        debugger_titles = [c.title for c in app.get_system_commands(app.debugger)]
+        assert "Next divergence" in debugger_titles
