@@ -22,6 +22,9 @@ from ..session import Branch, BranchState, DebugSession
 from ..session.branch import RAN_ON
 from ..trace.stored import StoredFrames
 
+#: a model frame the user or the interpreter gave: forced (teacher forcing), edited, overridden
+ORIGIN_MARKS = {"forced": "F", "edited": "E", "overridden": "O"}
+
 #: After one of these at a row, the model is on another path through the program.
 PATH_KINDS = frozenset({StepKind.ACTION, StepKind.EVENT, StepKind.FORMAT})
 

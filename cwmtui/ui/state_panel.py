@@ -15,7 +15,7 @@ from ..analysis.compare import StepKind
 from ..analysis.lens import Lens, byte_pieces, token_lens
 from ..terminal import printable
 from ..trace import RolloutStatus
-from .branch_view import KIND_NAMES, BranchView, VariableRow, readable_exception
+from .branch_view import KIND_NAMES, ORIGIN_MARKS, BranchView, VariableRow, readable_exception
 from .messages import LensWanted
 from .rendered_panel import RenderedPanel
 
@@ -224,7 +224,7 @@ class StatePanel(RenderedPanel):
         if frame is not None:
             where = f"line {frame.lineno}" if frame.lineno else "line ?"
             title.append(f" · {printable(frame.function or '?')}() {where}")
-        if model is not None and model.origin in ("forced", "edited", "overridden"):  # (timeline.ORIGIN_MARKS)
+        if model is not None and model.origin in ORIGIN_MARKS:
             title.append(f" · model frame {model.origin}", self._style("state--changed"))
         rows = branch.variables(row)
         title.no_wrap, title.overflow = True, "ellipsis"

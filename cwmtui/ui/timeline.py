@@ -20,15 +20,13 @@ from textual.strip import Strip
 from ..analysis.compare import StepKind
 from ..terminal import printable
 from ..trace import Event, Frame, RolloutStatus
-from .branch_view import BranchView, readable_exception
+from .branch_view import ORIGIN_MARKS, BranchView, readable_exception
 
 EVENT_MARKS = {Event.CALL: "→", Event.LINE: " ", Event.RETURN: "←", Event.EXCEPTION: "!"}
 KIND_MARKS = {StepKind.STATE: "≠", StepKind.ACTION: "⇄", StepKind.EVENT: "⇄", StepKind.VALUE: "≠",
               StepKind.FORMAT: "✗", StepKind.MISSING: "∅", StepKind.EXTRA: "+", StepKind.PENDING: "…",
               StepKind.UNCHECKED: "?"}
 VALUE_WIDTH = 28
-#: a model frame the user or the interpreter gave: forced (teacher forcing), edited, overridden
-ORIGIN_MARKS = {"forced": "F", "edited": "E", "overridden": "O"}
 FIRST_MARK = "●"  # the first divergence (in the interpreter's column; the model's shows its kind)
 
 
