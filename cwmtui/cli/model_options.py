@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..model.backend import Backend, Progress
+from ..model.backend import FGSERVE_NO_GRAMMAR, Backend, ModelError, Progress
 from ..model.opening import open_backend
 from ..model.rollout import RolloutOptions
 
@@ -59,11 +59,15 @@ def add_model_options(parser: argparse.ArgumentParser, bundled_by_default: bool 
     group.add_argument("--top-p", type=_top_p, default=default.top_p, metavar="P", help="nucleus sampling threshold (default 1)")
     group.add_argument("--seed", type=int, default=default.seed, metavar="N", help=f"sampling seed (default {default.seed})")
     group.add_argument("--token-budget", type=_positive_int, default=default.token_budget, metavar="N", help=f"tokens the whole model trace may take (default {default.token_budget})")
-    group.add_argument("--frame-tokens", type=_positive_int, default=default.frame_tokens, metavar="N", help=f"tokens one frame may take before it counts as a format error (default {default.frame_tokens})")
+    group.add_argument("--frame-tokens", type=_positive_int, default=default.frame_tokens, metavar="N", help=f"tokens one frame may take before it counts as a format error (default {default.frame_tokens}; under --constrain the frame is closed in time instead)")
+    grammar = group.add_mutually_exclusive_group()
+    grammar.add_argument("--constrain", dest="constrain", action="store_true", default=None, help="decode under the program's frame grammar: events, JSON locals of its own names, its own source lines, so every frame parses and a divergence is about code (the default for the bundled model; a --model directory needs the constrain extra, a --server vLLM's structured output)")
+    grammar.add_argument("--free", dest="constrain", action="store_false", help="decode without the frame grammar: the raw model, format errors and all (the default for any model but the bundled one)")
 
 
 def backend_from_args(args: argparse.Namespace, progress: Progress | None = None) -> Backend:
     """The backend chosen by :func:`add_model_options` options."""
+    check_constrain(args)
     return open_backend(
         model=getattr(args, "model", None),
         device=getattr(args, "device", "auto"),
@@ -82,7 +86,9 @@ def backend_from_args(args: argparse.Namespace, progress: Progress | None = None
 
 
 def rollout_options_from_args(args) -> RolloutOptions:
-    """RolloutOptions from the options :func:`add_model_options` adds."""
+    """RolloutOptions from the options :func:`add_model_options` adds. Without --constrain or
+    --free the constraint is the model's default (the bundled model's: constrained), which the
+    first rollout writes into the options, so sessions and results record which it was."""
     default = RolloutOptions()
     return RolloutOptions(
         token_budget=getattr(args, "token_budget", default.token_budget),
@@ -91,4 +97,15 @@ def rollout_options_from_args(args) -> RolloutOptions:
         temperature=getattr(args, "temperature", default.temperature),
         top_p=getattr(args, "top_p", default.top_p),
         seed=getattr(args, "seed", default.seed),
+        constrain=getattr(args, "constrain", default.constrain),
     )
+
+
+def check_constrain(args) -> None:
+    """--constrain where no frame grammar can run, refused in one line before anything opens."""
+    if getattr(args, "constrain", None) is not True:
+        return
+    if getattr(args, "replay", None):
+        raise ModelError("--constrain needs a live model: a --replay reproduces the recorded generations as they were")
+    if getattr(args, "server", None) and getattr(args, "server_kind", "vllm") == "fgserve":
+        raise ModelError(FGSERVE_NO_GRAMMAR)

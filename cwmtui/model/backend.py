@@ -28,6 +28,11 @@ class ModelError(Exception):
 REPLAY_OVERRIDE = (
     "this is a replay of recorded generations: overrides need a live model (--model or --server)"
 )
+#: what --constrain with fgserve says
+FGSERVE_NO_GRAMMAR = (
+    "fgserve has no structured output, so it cannot decode under the frame grammar: "
+    "drop --constrain (or use a vLLM --server, a --model directory or the bundled model)"
+)
 
 
 @dataclass
@@ -84,6 +89,9 @@ class Backend:
     #: what splits values in the token lens when it is not the model's own tokenizer
     #: (``--lens-tokenizer cwm``: CWM's BPE beside the byte-level bundled model or a replay)
     lens_tokenizer = None
+    #: a rollout whose options leave the constraint unset decodes under the frame grammar (the
+    #: bundled model: its failures are then about code, not about JSON)
+    constrained_by_default: bool = False
 
     # -- the protocol ----------------------------------------------------------------------
     def encode(self, text: str) -> list[int]:
@@ -101,12 +109,20 @@ class Backend:
         top_p: float = 1.0,
         seed: int | None = None,
         cancel=None,
+        constraint=None,
     ) -> Completion:
         """Continue ``prompt_ids`` until a stop id, end of text or ``max_new_tokens``.
 
         ``prompt_ids`` is lent for the call: the rollout passes its own growing list (copying
-        it every frame would make a long trace quadratic), so a backend copies what it keeps."""
+        it every frame would make a long trace quadratic), so a backend copies what it keeps.
+        ``constraint``: a :class:`~cwmtui.model.frame_grammar.FrameConstraint`, the frame
+        grammar the tokens must follow (only passed where :meth:`constraint_problem` is None)."""
         raise NotImplementedError
+
+    def constraint_problem(self) -> str | None:
+        """Why this backend cannot decode under the frame grammar (``--constrain``), in one
+        line, or None when it can."""
+        return f"{self.name or 'this model'} cannot decode under the frame grammar: drop --constrain"
 
     def token_pieces(self, text: str) -> list[str]:
         """How the lens tokenizer (by default the model's own) splits ``text``: one string per

@@ -13,14 +13,13 @@ import json
 import os
 import struct
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from ..trace import tokens
 from ..extras import require
 from .backend import Backend, Completion, ModelError, Progress, is_cancelled
 
-if TYPE_CHECKING:
-    from .byte_tokenizer import ByteTokenizer
+from .byte_tokenizer import BYTE_OFFSET, ByteTokenizer
 from .tokenizer import HFTokenizer, first_line, refuse_custom_code
 
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -332,6 +331,10 @@ class TransformersBackend(Backend):
             self._tokens = HFTokenizer(tokenizer, path)
             self.tokenizer = tokenizer
             self.special_ids = self._tokens.special_ids
+            self._byte_level = ByteTokenizer.fits(path)  # the bundled tokenizer: the byte automaton
+            self._guided = None  # llguidance's grammars for this tokenizer, once asked
+            self._byte_grammar = None
+            self.constrained_by_default = name == "bundled"
             load_kwargs: dict = {"dtype": dtype, "local_files_only": True, "trust_remote_code": False}
             placement = str(target)
             if target.type == "cuda":
@@ -485,6 +488,38 @@ class TransformersBackend(Backend):
             return int(order[pick])
         return int(torch.multinomial(probs, 1, generator=generator))
 
+    # -- the frame grammar (--constrain) -----------------------------------------------------
+    def constraint_problem(self) -> str | None:
+        if self._byte_level:
+            return None
+        from .guided import guidance_problem
+
+        return guidance_problem(self.tokenizer)
+
+    def _token_mask(self, constraint):
+        """The mask of one generation under ``constraint``: the byte automaton for the byte
+        tokenizer, llguidance for any other."""
+        if self._byte_level:
+            from .byte_constraint import ByteGrammar, FrameAutomaton
+
+            grammar = self._byte_grammar
+            if grammar is None or (grammar.grammar is not constraint.grammar and grammar.grammar != constraint.grammar):
+                grammar = self._byte_grammar = ByteGrammar(constraint.grammar, self.special_ids, BYTE_OFFSET)
+            return FrameAutomaton(grammar, constraint)
+        if self._guided is None:
+            from .guided import GuidedGrammars
+
+            self._guided = GuidedGrammars(self.tokenizer, self.special_ids)
+        return self._guided.filter(constraint)
+
+    def _masked(self, logits, allowed):
+        """``logits`` with every id but ``allowed`` (a numpy array of ids) at minus infinity."""
+        torch = self._torch
+        index = torch.from_numpy(allowed).to(logits.device)
+        masked = torch.full_like(logits, float("-inf"))
+        masked[index] = logits[index]
+        return masked
+
     def complete(
         self,
         prompt_ids: Sequence[int],
@@ -494,12 +529,14 @@ class TransformersBackend(Backend):
         top_p: float = 1.0,
         seed: int | None = None,
         cancel=None,
+        constraint=None,
     ) -> Completion:
         n = len(prompt_ids)
         if n == 0:
             raise ModelError("cannot complete an empty prompt")
         if max_new_tokens <= 0:
             return Completion([], 0, "length")
+        mask = self._token_mask(constraint) if constraint is not None else None
         stops = set(stop_ids)
         generator = self._generator(((seed or 0) * 1_000_003 + n) % (1 << 63)) if temperature > 0.0 else None
         with self._inference():
@@ -510,15 +547,16 @@ class TransformersBackend(Backend):
             else:
                 common = _common_prefix(cached, prompt_ids)
             try:
-                return self._complete(prompt_ids, n, common, stops, max_new_tokens, temperature, top_p, generator, cancel)
+                return self._complete(prompt_ids, n, common, stops, max_new_tokens, temperature, top_p, generator, cancel, mask)
             except self._out_of_memory:
                 self.reset()
                 raise ModelError(
                     f"out of {self.device} memory at {n} tokens of context: lower --token-budget"
                 ) from None
 
-    def _complete(self, prompt_ids, n, common, stops, max_new_tokens, temperature, top_p, generator, cancel) -> Completion:
-        """The decoding loop: run what the cache lacks, then one token at a time to a stop."""
+    def _complete(self, prompt_ids, n, common, stops, max_new_tokens, temperature, top_p, generator, cancel, mask=None) -> Completion:
+        """The decoding loop: run what the cache lacks, then one token at a time to a stop.
+        ``mask``: the frame grammar's (``allowed``, ``take``), or None."""
         m = len(self._cached)
         if common == n == m and self._logits is not None:
             logits = self._logits
@@ -535,7 +573,13 @@ class TransformersBackend(Backend):
             if is_cancelled(cancel):
                 stopped = "cancelled"
                 break
-            token = self._choose(logits, temperature, top_p, generator)
+            if mask is not None:
+                allowed = mask.allowed(max_new_tokens - len(out))
+                token = self._choose(self._masked(logits, allowed) if len(allowed) else logits, temperature, top_p, generator)
+                if not mask.take(token):
+                    mask = None  # (a subclass chose past the mask: the rest is its own)
+            else:
+                token = self._choose(logits, temperature, top_p, generator)
             out.append(token)
             if token in self._eos_ids:
                 stopped = "eos"

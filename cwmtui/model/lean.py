@@ -81,6 +81,10 @@ class LeanBackend(TransformersBackend):
         self._tokens = ByteTokenizer(path)
         self.tokenizer = None
         self.special_ids = self._tokens.special_ids
+        self._byte_level = True  # decodes under the frame grammar with the byte automaton
+        self._byte_grammar = None
+        self._guided = None
+        self.constrained_by_default = name == "bundled"
         try:
             self._lean = LlamaDecoder.from_directory(path)
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -111,6 +115,12 @@ class LeanBackend(TransformersBackend):
         return contextlib.nullcontext()
 
     _out_of_memory = MemoryError
+
+    @staticmethod
+    def _masked(logits, allowed):
+        masked = np.full(logits.shape, -np.inf, dtype=logits.dtype)
+        masked[allowed] = logits[allowed]
+        return masked
 
     def _choose(self, logits, temperature: float, top_p: float, generator) -> int:
         """The next id: argmax when greedy, else a seeded nucleus sample."""

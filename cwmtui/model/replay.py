@@ -188,7 +188,7 @@ class ReplayBackend(Backend):
     def decode(self, ids: Sequence[int]) -> str:
         return self._tokens.decode(ids)
 
-    def complete(self, prompt_ids, stop_ids, max_new_tokens, temperature=0.0, top_p=1.0, seed=None, cancel=None) -> Completion:
+    def complete(self, prompt_ids, stop_ids, max_new_tokens, temperature=0.0, top_p=1.0, seed=None, cancel=None, constraint=None) -> Completion:
         recorded = self._ids
         n = len(prompt_ids)
         if n > len(recorded):

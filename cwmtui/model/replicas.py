@@ -38,7 +38,7 @@ from typing import Any, Sequence
 from urllib.parse import urlsplit
 
 from ..trace import tokens
-from .backend import Backend, Completion, ModelError, nothing_to_complete
+from .backend import FGSERVE_NO_GRAMMAR, Backend, Completion, ModelError, nothing_to_complete
 from .server import ServerBackend, ServerUnavailable, check_url
 
 #: seconds before a replica marked down is tried again
@@ -376,6 +376,7 @@ class ReplicaBackend(Backend):
         top_p: float = 1.0,
         seed: int | None = None,
         cancel=None,
+        constraint=None,
     ) -> Completion:
         trivial = nothing_to_complete(max_new_tokens, cancel)
         if trivial is not None:
@@ -396,7 +397,8 @@ class ReplicaBackend(Backend):
             tried.add(index)
             try:
                 server = self._open(index)
-                completion = server.complete(prompt_ids, stops, max_new_tokens, temperature, top_p, seed, cancel)
+                extra = {"constraint": constraint} if constraint is not None else {}
+                completion = server.complete(prompt_ids, stops, max_new_tokens, temperature, top_p, seed, cancel, **extra)
             except ServerUnavailable as exc:
                 if self._interrupted:
                     self.replicas.release(index, began)
@@ -414,6 +416,9 @@ class ReplicaBackend(Backend):
                 with self._lock:
                     self._head = list(prompt_ids[: _head_length(prompt_ids, self.special_ids)])
             return completion
+
+    def constraint_problem(self) -> str | None:
+        return FGSERVE_NO_GRAMMAR if self.kind == "fgserve" else None
 
     def interrupt(self) -> None:
         """From another thread: end this backend's calls in flight now (not the other backends'

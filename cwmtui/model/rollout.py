@@ -12,6 +12,12 @@ as :class:`Special` pieces) and fed to the :class:`TraceParser`, so a literal sp
 string inside a value or a source line cannot be mistaken for structure. Forced frames are
 rendered with the same ``".."`` rule the interpreter's traces use, encoded segment by segment,
 and fed to the parser too, so its scope stack and ``".."`` base stay in step.
+
+A *constrained* rollout (``RolloutOptions.constrain``; the bundled model's default) asks the
+backend to decode every generated piece under the program's frame grammar
+(:mod:`cwmtui.model.frame_grammar`): an event, JSON locals of the program's names, one of its own
+source lines, a JSON value, and the end of text only once the entry function has returned. What
+it writes then always parses; where it diverges from the truth is about code.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from ..trace.parser import TraceParser
 from ..trace.render import Compressor, Special, frame_segments, prompt_segments
 from ..trace.rollout_status import RolloutStatus
 from .backend import REPLAY_OVERRIDE, Backend, ModelError, is_cancelled
+from .frame_grammar import FrameConstraint, FrameGrammar
 
 
 @dataclass
@@ -36,6 +43,10 @@ class RolloutOptions:
     temperature: float = 0.0
     top_p: float = 1.0
     seed: int = 0
+    #: decode under the program's frame grammar; None: the model's default (the bundled model
+    #: constrained, any other free), which the first rollout of a live model writes back here
+    #: so that sessions and results record which it was
+    constrain: bool | None = None
 
 
 _NOT_IN_FRAMES = (tokens.BEGIN_OF_TEXT, tokens.TRACE_CONTEXT_START)
@@ -77,6 +88,17 @@ class Rollout:
         self._parser = self._new_parser()
         self._ended_by_eos = False
         self._context_bound = False  # the model's context, not the token budget, limits this frame
+        self._depths: list[int] = []  # scopes open after each frame (calls less returns)
+        if options.constrain is None and backend.can_generate:
+            options.constrain = bool(backend.constrained_by_default)  # the model's default, recorded
+        #: whether the model decodes under the frame grammar (never for a replay)
+        self.constrained = bool(options.constrain) and backend.can_generate
+        self._grammar: FrameGrammar | None = None
+        if self.constrained:
+            problem = backend.constraint_problem()
+            if problem is not None:
+                raise ModelError(problem)
+            self._grammar = FrameGrammar.of_source(program.source)
         if backend.can_generate:
             self.options = options
             if entry_frame is not None:
@@ -138,18 +160,21 @@ class Rollout:
         limit = min(options.frame_tokens, remaining)
         by_budget = remaining <= options.frame_tokens
         ids: list[int] = []
+        start = self._constraint("frame", None, by_budget)
         if force_event is not None:
             ids.append(self.backend.special_ids[Event(force_event).token])
+            start = self._constraint("event", Event(force_event), by_budget)
         if force_action is None:
-            done = self._generate(ids, [self._frame_sep], limit, cancel)
+            done = self._generate(ids, [self._frame_sep], limit, cancel, start)
         else:
-            done = self._generate(ids, [self._action_sep, self._frame_sep], limit, cancel)
+            done = self._generate(ids, [self._action_sep, self._frame_sep], limit, cancel, start)
             if done == "stop" and ids[-1] == self._action_sep:
                 ids.extend(self.backend.encode(force_action))
                 event = self._events.get(ids[0])
                 if event is not None and event.has_arg:
                     ids.append(self._arg_sep)
-                    done = self._generate(ids, [self._frame_sep], limit, cancel)
+                    value = self._constraint("value", event, by_budget)
+                    done = self._generate(ids, [self._frame_sep], limit, cancel, value)
                 else:
                     ids.append(self._frame_sep)
         frame = self._settle(ids, done, by_budget, limit)
@@ -157,7 +182,23 @@ class Rollout:
             frame.origin = "overridden"  # the line is the user's, the event and state the model's
         return frame
 
-    def _generate(self, ids: list[int], stops: list[int], limit: int, cancel) -> str:
+    def _constraint(self, start: str, event: Event | None, by_budget: bool) -> FrameConstraint | None:
+        """What the frame grammar allows from ``start`` on, here (None: a free rollout)."""
+        if self._grammar is None:
+            return None
+        depth = self._depths[-1] if self._depths else 0
+        events: tuple[Event, ...]
+        if not self.frames:  # the model writes the entry's call itself
+            events, may_end = (Event.CALL,), False
+        elif depth > 0:
+            events, may_end = tuple(Event), False
+        else:  # the entry returned: the trace ends
+            events, may_end = (), True
+        base = self._compressor.base
+        return FrameConstraint(self._grammar, start, event, events, may_end,
+                               frozenset(base) if base is not None else None, close_within=not by_budget)
+
+    def _generate(self, ids: list[int], stops: list[int], limit: int, cancel, constraint=None) -> str:
         """Let the model continue the frame ``ids``; extends ``ids``; returns how it stopped."""
         room = limit - len(ids)
         if room <= 0:
@@ -165,9 +206,10 @@ class Rollout:
         options = self.options
         base = len(self._ids)
         self._ids.extend(ids)  # lent to the backend for the call (see Backend.complete)
+        extra = {"constraint": constraint} if constraint is not None else {}
         try:
             completion = self.backend.complete(
-                self._ids, stops, room, options.temperature, options.top_p, options.seed, cancel
+                self._ids, stops, room, options.temperature, options.top_p, options.seed, cancel, **extra
             )
         finally:
             del self._ids[base:]
@@ -242,6 +284,9 @@ class Rollout:
         self._ends.append(len(self._ids))
         self._segments.append(segments)
         self._bases.append(self._compressor.base)
+        event = frame.event if frame.error is None else None
+        depth = self._depths[-1] if self._depths else 0
+        self._depths.append(depth + (1 if event is Event.CALL else -1 if event is Event.RETURN else 0))
         self.frames.append(frame)
         self.tokens_used += frame.tokens
 
@@ -263,7 +308,7 @@ class Rollout:
         """Keep ``frames[:k]``; the next step continues after frame ``k - 1``."""
         if not 0 <= k <= len(self.frames):
             raise ValueError(f"rewind({k}): the rollout has {len(self.frames)} frames")
-        del self.frames[k:], self._segments[k:], self._ends[k:], self._bases[k:], self._cut[k:]
+        del self.frames[k:], self._segments[k:], self._ends[k:], self._bases[k:], self._cut[k:], self._depths[k:]
         del self._ids[self._ends[-1] if k else self.prompt_tokens :]
         self._compressor = Compressor()
         self._compressor.base = self._bases[-1] if k else None

@@ -11,8 +11,14 @@ Two wire formats:
   ``/detokenize``. A call that can be cancelled (the debugger's, ``cwmtui eval``'s) streams the
   answer (``stream``, server-sent events) and closes the connection on a cancel, which makes
   vLLM abort the request: a cancel takes effect within a token, not at the end of the frame.
+  A constrained rollout (``--constrain``) puts the frame grammar in the request, so the
+  constraint runs where the logits are: Lark text (special tokens by name) in
+  ``structured_outputs.grammar`` (vLLM 0.11 on) and in ``guided_grammar`` (0.10, removed in
+  0.12; a server ignores the field it does not know). The server's ``guidance`` backend
+  (llguidance) reads it; ``vllm serve --structured-outputs-config.backend guidance`` picks it.
 - ``fgserve``: the ``/completions`` endpoint of Meta's fgserve (the protocol of the cwmdbg demo):
   prompt ids in, ``choices[0].tokens`` out, one ``stop`` string. Needs ``--tokenizer PATH``.
+  It has no structured output, so no ``--constrain``.
 
 Prefix reuse is the server's (vLLM's automatic prefix caching); ``processed`` is what the server
 reports it did not serve from its cache, or the whole prompt when it does not say.
@@ -30,7 +36,8 @@ from typing import Sequence
 from urllib.parse import unquote, urlsplit
 
 from ..trace import tokens
-from .backend import Backend, Completion, ModelError, check_special_ids, is_cancelled, nothing_to_complete
+from .backend import (FGSERVE_NO_GRAMMAR, Backend, Completion, ModelError, check_special_ids, is_cancelled,
+                      nothing_to_complete)
 from .tokenizer import load_any_tokenizer
 
 _RETRY_STATUS = {408, 429, 500, 502, 503, 504}
@@ -496,6 +503,7 @@ class ServerBackend(Backend):
         top_p: float = 1.0,
         seed: int | None = None,
         cancel=None,
+        constraint=None,
     ) -> Completion:
         trivial = nothing_to_complete(max_new_tokens, cancel)
         if trivial is not None:
@@ -504,7 +512,10 @@ class ServerBackend(Backend):
         prompt = list(prompt_ids)
         cancelled = False
         if self.kind == "vllm":
-            ids, processed, cancelled = self._vllm(prompt, stops, max_new_tokens, temperature, top_p, seed, cancel)
+            grammar = constraint.grammar.lark(constraint) if constraint is not None else None
+            ids, processed, cancelled = self._vllm(prompt, stops, max_new_tokens, temperature, top_p, seed, cancel, grammar)
+        elif constraint is not None:
+            raise ModelError(FGSERVE_NO_GRAMMAR)
         else:
             ids, processed = self._fgserve(prompt, stops, max_new_tokens, temperature, top_p)
         ids = ids[:max_new_tokens]
@@ -517,11 +528,15 @@ class ServerBackend(Backend):
                 break
         return Completion(ids, processed, stopped, max(len(ids) - 1, 0))
 
+    def constraint_problem(self) -> str | None:
+        return FGSERVE_NO_GRAMMAR if self.kind == "fgserve" else None
+
     # -- vLLM --------------------------------------------------------------------------------
-    def _vllm(self, prompt, stops, max_new_tokens, temperature, top_p, seed, cancel):
+    def _vllm(self, prompt, stops, max_new_tokens, temperature, top_p, seed, cancel, grammar=None):
         """The generated ids, the prompt tokens the server ran, and whether ``cancel`` cut the
         answer short. With a ``cancel`` the answer is streamed, so a cancel takes effect
-        between tokens, not only between frames."""
+        between tokens, not only between frames. ``grammar``: the frame grammar (Lark) the
+        server decodes under."""
         payload = {
             "model": self.model_name,
             "prompt": prompt,
@@ -536,6 +551,9 @@ class ServerBackend(Backend):
         }
         if seed is not None:
             payload["seed"] = seed
+        if grammar is not None:
+            payload["structured_outputs"] = {"grammar": grammar}
+            payload["guided_grammar"] = grammar
         where = self.url + "/v1/completions"
         if cancel is None:
             data = self.http.post("/v1/completions", payload)

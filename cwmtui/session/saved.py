@@ -257,6 +257,10 @@ def _check_rollout_values(data, limits_may_be_null: bool = False) -> None:
         if f.name not in data:
             continue
         value, kind = data[f.name], type(f.default)
+        if f.default is None or kind is bool:  # a switch (constrain): true, false or unset
+            if value is not None and not isinstance(value, bool):
+                raise ValueError(f"the rollout setting {f.name} is {value!r}, not true or false")
+            continue
         if value is None and limits_may_be_null and f.name in ("token_budget", "frame_tokens", "max_frames"):
             continue
         number = isinstance(value, (int, float) if kind is float else int) and not isinstance(value, bool)
@@ -269,7 +273,8 @@ def _options_from_json(data: dict):
 
     _check_rollout_values(data)
     known = {f.name for f in fields(RolloutOptions)}
-    return RolloutOptions(**{k: v for k, v in data.items() if k in known})
+    # a session saved before the frame grammar existed decoded without it
+    return RolloutOptions(**({"constrain": False} | {k: v for k, v in data.items() if k in known}))
 
 
 def _text(value) -> str:

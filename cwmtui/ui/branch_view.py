@@ -61,6 +61,15 @@ def decoding_text(options) -> str:
     return text
 
 
+def constrained_by(options, backend) -> bool:
+    """Whether a session's new branches decode under the frame grammar: its options say so, or
+    leave it to the model (the bundled one is constrained); a replay never is."""
+    if backend is None or not getattr(backend, "can_generate", False):
+        return False
+    chosen = getattr(options, "constrain", None)
+    return bool(getattr(backend, "constrained_by_default", False) if chosen is None else chosen)
+
+
 def describe_divergence(divergence: Divergence | None) -> str:
     if divergence is None:
         return "none"
@@ -461,6 +470,7 @@ class SessionView:
     model_name: str = ""
     model_description: str = ""
     decoding: str = "greedy"
+    constrained: bool = False  # new branches decode under the frame grammar
     token_budget: int = 8192
     frame_tokens: int = 512
     can_generate: bool = False
@@ -477,6 +487,15 @@ class SessionView:
         their own, whatever options new branches get."""
         settings = branch.settings if branch is not None else None
         return decoding_text(settings) if settings else self.decoding
+
+    def constrained_of(self, branch: BranchView | None) -> bool:
+        """Whether ``branch`` decoded under the frame grammar (as :meth:`decoding_of`: a reopened
+        branch by its own settings; one saved before the grammar existed did not)."""
+        settings = branch.settings if branch is not None else None
+        if not settings:
+            return self.constrained
+        replayed = settings.get("token_budget") is None  # a replay's branch decoded nothing
+        return bool(settings.get("constrain")) and not replayed
 
     def budget_of(self, branch: BranchView | None) -> int:
         settings = branch.settings if branch is not None else None
@@ -499,6 +518,7 @@ class SessionView:
             session.program, truth, branches,
             model_name=session.model_name, model_description=session.model_description,
             decoding=decoding_text(options),
+            constrained=constrained_by(options, backend),
             token_budget=getattr(options, "token_budget", 0) or 0,
             frame_tokens=getattr(options, "frame_tokens", 0) or 0,
             can_generate=backend is not None and bool(getattr(backend, "can_generate", False)),

@@ -72,6 +72,8 @@ class StatusBar(Static, can_focus=False):
                          s("status--end") if model_end else s("status--busy"))
             first.append(*sep)
         first.append("model ", s("status--label"))
+        if view.constrained_of(branch):  # beside the model: its frames follow the frame grammar
+            first.append("constrained ", s("status--badge"))
         first.append(printable(view.model_description or view.model_name or "none"))
         first.append(*sep)
         first.append(view.decoding_of(branch))
