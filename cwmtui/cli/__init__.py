@@ -12,6 +12,7 @@ VERBS = {
     "app": "app",
     "eval": "eval",
     "open": "open",
+    "serve": "serve",
     "trace": "trace",
     "train": "train",
 }
@@ -25,6 +26,7 @@ verbs:
   diff      compare the interpreter's trace with a world model's, step by step (table or --json)
   eval      run a model over a benchmark suite and print the paper's tables (--out RESULTS.jsonl for triage)
   open      reopen a saved session (SESSION.json) in the debugger
+  serve     serve the debugger to a browser: cwmtui serve PROGRAM [options] (the serve extra)
   trace     print the real interpreter's trace of a program (CWM text, JSON or a table)
   train     train the bundled byte-level CWM (checkpoints, --resume, --export)
 

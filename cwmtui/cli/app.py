@@ -4,20 +4,27 @@ from __future__ import annotations
 
 import os
 import tempfile
+from typing import Callable
 
 from . import UsageError
 from .options import Parser, add_limit_options, limits_from, program_from
 
 
-def build_parser() -> Parser:
+def build_parser(parser: Parser | None = None) -> Parser:
+    """The debugger's options (on ``parser``, for a verb that takes them all: ``serve``)."""
     from .model_options import add_model_options
 
-    parser = Parser(prog="cwmtui", description="Open the trace debugger: the real interpreter and a code world model side by side.")
+    if parser is None:
+        parser = Parser(prog="cwmtui", description="Open the trace debugger: the real interpreter and a code world model side by side.")
     parser.add_argument("program", nargs="?", help="the Python file to trace (not with --replay: a replay record brings its program)")
     parser.add_argument("--entry", metavar="NAME", help="the function to trace (default: the one marked '# << START_OF_TRACE')")
     parser.add_argument("--call", metavar="EXPR", help="expression to evaluate after the module ran, e.g. \"f('r')\"")
     add_model_options(parser)
     add_ui_options(parser)
+    parser.add_argument_group("demo").add_argument(
+        "--demo", nargs="?", const="", metavar="FILE",
+        help="play a demo script (TOML: captioned steps; space pauses, → goes on); without FILE, "
+             "the PROGRAM's own (samples/strings.demo.toml beside samples/strings.py)")
     add_limit_options(parser)
     return parser
 
@@ -69,6 +76,18 @@ def _why_not_writable(directory: str) -> str | None:
 
 
 def run(args) -> int:
+    from ..ui.launch import LaunchError
+
+    launch = prepare(args)
+    try:
+        return launch()
+    except LaunchError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def prepare(args) -> Callable[[], int]:
+    """Check everything that can be checked before the app starts (raising UsageError in one
+    line), and give what opens the debugger. ``cwmtui serve`` checks with it, then serves."""
     from ..model import ModelError
     from .model_options import backend_from_args, rollout_options_from_args
     from ..ui.launch import LaunchError, open_program, open_replay_list
@@ -76,32 +95,56 @@ def run(args) -> int:
     check_ui_options(args)
     limits = limits_from(args)
     options = rollout_options_from_args(args)
+    display = dict(theme=args.theme, layout=args.layout, export_dir=args.export_dir)
     try:
         if args.replay:
             if args.program:
                 raise UsageError("--replay brings its own program: drop PROGRAM (or drop --replay)")
             many = replay_list(args)  # a file of many programs: the list, behind --id's program
             if many is not None:
+                if args.demo is not None and args.replay_id is None:
+                    raise UsageError(f"--demo plays one program: add --id ID to pick one of {args.replay}")
+                demo = demo_from(args, args.replay)
                 objects, tokenizer = many
-                return open_replay_list(args.replay, objects, options, limits, theme=args.theme,
-                                        layout=args.layout, export_dir=args.export_dir, tokenizer=tokenizer,
-                                        open_id=args.replay_id)
+                return lambda: open_replay_list(args.replay, objects, options, limits, **display, tokenizer=tokenizer,
+                                                open_id=args.replay_id, demo=demo)
             try:
                 backend = backend_from_args(args)
             except ModelError as exc:
                 raise UsageError(str(exc)) from None
-            program = backend.program
-            return open_program(program, lambda progress: backend, options, limits, theme=args.theme,
-                                layout=args.layout, export_dir=args.export_dir,
-                                origin=f"replay {os.path.basename(args.replay)}#{backend.record.id}")
+            demo = demo_from(args, args.replay)
+            return lambda: open_program(backend.program, lambda progress: backend, options, limits, **display,
+                                        origin=f"replay {os.path.basename(args.replay)}#{backend.record.id}", demo=demo)
         if not args.program:
-            raise UsageError("no program: cwmtui PROGRAM [options] (or --replay FILE.jsonl --id ID)")
+            hint = ""
+            if args.demo and args.demo.endswith(".py"):
+                hint = f" ({args.demo} was taken as --demo's script: write PROGRAM first, cwmtui {args.demo} --demo)"
+            raise UsageError(f"no program: cwmtui PROGRAM [options] (or --replay FILE.jsonl --id ID){hint}")
         program = program_from(args)
         check_model(args)
-        return open_program(program, lambda progress: backend_from_args(args, progress), options, limits,
-                            theme=args.theme, layout=args.layout, export_dir=args.export_dir)
+        demo = demo_from(args, args.program)
+        return lambda: open_program(program, lambda progress: backend_from_args(args, progress), options, limits,
+                                    **display, demo=demo)
     except LaunchError as exc:
         raise UsageError(str(exc)) from None
+
+
+def demo_from(args, beside: str):
+    """The demo script of ``--demo`` (read and checked), or None: ``--demo FILE``, or with no
+    FILE the one beside ``beside`` (the program, or the replay file)."""
+    if args.demo is None:
+        return None
+    from ..demo_script import DemoScriptError, read_demo, script_beside
+
+    path = args.demo
+    if not path:
+        path = script_beside(beside)
+        if not os.path.exists(path):
+            raise UsageError(f"--demo: no demo script beside {beside} (looked for {path}); pass --demo FILE")
+    try:
+        return read_demo(path)
+    except DemoScriptError as exc:
+        raise UsageError(f"--demo {exc}") from None
 
 
 def check_model(args) -> None:

@@ -51,6 +51,7 @@ class CwmApp(App):
         export_dir: str | Path = ".",
         opener: Callable[["CwmApp"], None] | None = None,
         no_model_reason: str = "",
+        demo=None,
     ) -> None:
         super().__init__()
         self.view = view
@@ -65,6 +66,7 @@ class CwmApp(App):
         self.triage = None  # the failure list of a replay file with many programs
         self.fatal_message = ""  # why the app could not show anything (exit code 2)
         self.last_export: tuple[Path, Path] | None = None  # the files the last export wrote
+        self.demo = demo  # the DemoPlayer of --demo (ui/demo.py), or None
         # the user's keymap, read before the debugger is built: its bindings table is made with
         # the keys remapped in place (each stays in its footer group and its order)
         self.user_keymap, self._keymap_problems = load_keymap({b.id for b in BINDINGS if b.id})
@@ -124,6 +126,8 @@ class CwmApp(App):
             self.notify(problem, severity="warning", timeout=10)
         if self.opener is not None:
             self.opener(self)
+        if self.demo is not None:
+            self.demo.start(self)
 
     def bindings_as_bound(self) -> list[Binding]:
         """The debugger's bindings with the keys the user's keymap gave them."""

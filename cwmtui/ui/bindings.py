@@ -54,6 +54,10 @@ BINDINGS = [
             tooltip="Focus the next pane (source, state, output): ↑↓ pgup pgdn scroll it, esc goes back to the steps"),
     Binding("shift+tab", "focus_pane(-1)", "Previous pane", id="focus.previous", show=False,
             tooltip="Focus the previous pane"),
+    Binding("space", "demo_pause", "Pause demo", id="demo.pause", show=False, priority=True,
+            tooltip="Pause the demo that plays itself (--demo); again: go on"),
+    Binding("right", "demo_next", "Next demo step", id="demo.next", show=False, priority=True, key_display="→",
+            tooltip="The demo's next step now (cuts a caption's pause or a wait short)"),
     Binding("escape", "cancel", "Cancel", id="work.cancel", tooltip="Back to the steps from a pane; or stop playing; or cancel what the model is writing", show=False, key_display="esc"),
 ]
 #: the actions that start a branch (what they are called in a sentence): shown only where a

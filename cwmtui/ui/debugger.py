@@ -49,6 +49,7 @@ from .status_bar import StatusBar
 from .timeline import Timeline
 
 from .bindings import BINDINGS, INTERVENTIONS, LEGEND
+from .demo import DemoCaption
 
 if TYPE_CHECKING:
     from .app import CwmApp
@@ -172,6 +173,8 @@ class DebuggerScreen(Screen):
                     yield source
                     yield state
                     yield output
+        if self.cwm.demo is not None:
+            yield DemoCaption(id="demo")
         yield StatusBar(id="status")
         yield Footer(compact=True)
 
@@ -588,7 +591,16 @@ class DebuggerScreen(Screen):
         self.stop_playing()
         self.app.push_screen("triage")
 
+    def action_demo_pause(self) -> None:
+        self.cwm.demo.toggle_pause()
+
+    def action_demo_next(self) -> None:
+        self.cwm.demo.next_now()
+
     def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action in ("demo_pause", "demo_next"):  # only while a demo plays (else space and → are free)
+            demo = self.cwm.demo
+            return demo is not None and not demo.finished
         if action == "triage":
             return True if self.cwm.triage is not None else False  # only for a file of many programs
         if action == "resume":  # a cancelled rollout this session can go on with

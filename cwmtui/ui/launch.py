@@ -74,11 +74,21 @@ def run_app(app: CwmApp) -> int:
 
 
 def open_program(program, open_model, options, limits, *, theme: str, layout: str = "auto",
-                 export_dir: str = ".", origin: str = "live") -> int:
+                 export_dir: str = ".", origin: str = "live", demo=None) -> int:
+    """The debugger on a program; ``demo``: a DemoScript it plays (``--demo``)."""
     check_theme(theme)
     live = LiveSession(program, open_model, options, limits, origin=origin)
-    app = CwmApp(theme=theme, layout=layout, export_dir=export_dir, opener=live.start)
+    app = CwmApp(theme=theme, layout=layout, export_dir=export_dir, opener=live.start, demo=demo_player(demo))
     return run_app(app)
+
+
+def demo_player(script):
+    """The player of a demo script (None: no demo)."""
+    if script is None:
+        return None
+    from .demo import DemoPlayer
+
+    return DemoPlayer(script)
 
 
 class ReplayTriage:
@@ -162,7 +172,7 @@ class ReplayTriage:
 
 
 def open_replay_list(path: str, objects, options, limits, *, theme: str, layout: str = "auto",
-                     export_dir: str = ".", tokenizer=None, open_id: str | None = None) -> int:
+                     export_dir: str = ".", tokenizer=None, open_id: str | None = None, demo=None) -> int:
     """The failure list of a replay file of many programs; with ``open_id`` (``--id``) that
     program open in the debugger at once, the list behind it (``l``)."""
     check_theme(theme)
@@ -179,7 +189,7 @@ def open_replay_list(path: str, objects, options, limits, *, theme: str, layout:
             record_from(triage.objects[row.line], f"{path}:{row.line}", row.line)
         except ModelError as exc:
             raise LaunchError(str(exc)) from None
-    app = CwmApp(theme=theme, layout=layout, export_dir=export_dir, opener=triage.start)
+    app = CwmApp(theme=theme, layout=layout, export_dir=export_dir, opener=triage.start, demo=demo_player(demo))
     return run_app(app)
 
 

@@ -95,7 +95,8 @@ async def test_help_lists_every_binding_with_its_id(strings):
         hidden = {"triage.list",  # only with a replay file of many programs
                   "work.resume",  # only on a cancelled rollout
                   "intervene.override", "intervene.edit", "intervene.teacher-forced",
-                  "intervene.teacher-forced-frames"}  # only with a live model
+                  "intervene.teacher-forced-frames",  # only with a live model
+                  "demo.pause", "demo.next"}  # only while a demo plays (--demo)
         for binding in BINDINGS:
             if binding.id in hidden:
                 assert binding.id not in shown

@@ -1,0 +1,117 @@
+"""The debugger served to browsers (``cwmtui serve``): textual-serve's web server, which runs
+the command line it is given once per browser tab (a new debugger, its own program run and
+model) and relays its terminal to the page, with what keeps it to the people it is meant for:
+
+- the command line is made of quoted words (textual-serve hands it to a shell: a file name
+  with a ``;`` in it is a file name);
+- a page of another web site cannot start or drive a debugger (browsers let any page open a
+  websocket to 127.0.0.1): a websocket whose Origin is not this server's is refused, and on a
+  loopback address a request must name the loopback host (no DNS rebinding onto it);
+- textual-serve's debug mode (Textual's devtools) is never switched on, and the page's title
+  is the program's name, not the command line (which may hold an API key);
+- the page's links follow the address the browser used, so a server bound to 0.0.0.0 works
+  from another machine.
+
+Needs the ``serve`` extra (``pip install 'cwmtui[serve]'``): textual-serve and aiohttp.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+from typing import Callable
+from urllib.parse import urlsplit
+
+import aiohttp_jinja2
+from aiohttp import web
+from textual_serve.server import Server, to_int
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reached from this machine only (a name counts when every address it
+    has is a loopback one)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    addresses = {info[4][0].split("%")[0] for info in infos}
+    return bool(addresses) and all(ipaddress.ip_address(a).is_loopback for a in addresses)
+
+
+def check_port(host: str, port: int) -> None:
+    """Raise OSError (with its errno) if ``host:port`` cannot be listened on, before the server
+    sets up its loop and signal handlers (bound as aiohttp binds it: reusing a closed one's)."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+
+
+def url_of(host: str, port: int) -> str:
+    if ":" in host and not host.startswith("["):  # an IPv6 address
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+class DebuggerServer(Server):
+    """textual-serve's server with the checks above; ``announce`` prints its lines once it
+    listens."""
+
+    def __init__(self, command: str, *, host: str, port: int, title: str,
+                 announce: Callable[[], None] = lambda: None) -> None:
+        super().__init__(command, host=host, port=port, title=title)
+        self.loopback = is_loopback(host)
+        self.announce = announce
+        bound = urlsplit(url_of(host, port)).netloc.lower()
+        self.loopback_hosts = {bound, *(f"{name}:{port}" for name in LOOPBACK_NAMES)}
+        if port == 80:
+            self.loopback_hosts |= set(LOOPBACK_NAMES)
+
+    def serve(self, debug: bool = False) -> None:
+        super().serve(debug=False)  # devtools would let whoever reaches them into the app
+
+    def initialize_logging(self) -> None:
+        super().initialize_logging()
+        logging.getLogger("aiohttp.access").setLevel(logging.WARNING)  # not a line per request
+
+    async def on_startup(self, app: web.Application) -> None:
+        self.announce()
+
+    def refusal(self, request: web.Request) -> str | None:
+        """Why a request is refused (None: it is not)."""
+        host = (request.host or "").lower()
+        if self.loopback and host not in self.loopback_hosts:
+            return f"this server answers at {sorted(self.loopback_hosts)[0]} only"
+        origin = request.headers.get("Origin")
+        if origin is not None and urlsplit(origin).netloc.lower() != host:
+            return "a page of another site cannot open the debugger"
+        return None
+
+    async def handle_index(self, request: web.Request) -> web.StreamResponse:
+        why = self.refusal(request)
+        if why:
+            raise web.HTTPForbidden(text=why)
+        base = f"{request.scheme}://{request.host}"
+        websocket = ("wss" if request.scheme == "https" else "ws") + base[len(request.scheme):] + "/ws"
+        context = {
+            "font_size": to_int(request.query.get("fontsize", "16"), 16),
+            "app_websocket_url": websocket,
+            "config": {"static": {"url": f"{base}/static/"}},
+            "application": {"name": self.title},
+        }
+        return aiohttp_jinja2.render_template("app_index.html", request, context)
+
+    async def handle_websocket(self, request: web.Request) -> web.StreamResponse:
+        why = self.refusal(request)
+        if why:
+            raise web.HTTPForbidden(text=why)
+        return await super().handle_websocket(request)

@@ -1,0 +1,238 @@
+"""#27: `cwmtui serve`: the debugger in a browser. One test serves samples/strings.py on a free
+loopback port, opens it in headless Chromium (the system's, through Playwright) and reads the
+screen the page's terminal was sent; the others check the command line it serves, its refusals
+and its warning, without a browser."""
+
+from __future__ import annotations
+
+import codecs
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import httpx
+import pytest
+
+from cwmtui.cli import main
+from cwmtui.cli.serve import tab_words
+
+from ..terminal_screen import TerminalScreen
+from .sessions import ROOT, SAMPLES
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Served:
+    """`cwmtui serve ...` in a process of its own (its own process group: all of it is ended)."""
+
+    def __init__(self, tmp_path, *argv: str) -> None:
+        self.port = free_port()
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        self.stderr = open(tmp_path / "serve.stderr", "w+")
+        self.process = subprocess.Popen([sys.executable, "-m", "cwmtui", "serve", *argv, "--port", str(self.port)],
+                                        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=self.stderr, text=True,
+                                        start_new_session=True)
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        start = time.monotonic()
+        while not any(line.startswith("cwmtui serve:") for line in self.lines):
+            assert self.process.poll() is None, f"cwmtui serve ended: {self.errors()}"
+            assert time.monotonic() - start < 60, "cwmtui serve did not start listening"
+            time.sleep(0.1)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    def errors(self) -> str:
+        self.stderr.seek(0)
+        return self.stderr.read()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)  # as Ctrl+C
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)  # anything a tab left running
+        except ProcessLookupError:
+            pass
+        self.process.wait(10)
+        self.stderr.close()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium): "
+                                             "the browser test of cwmtui serve drives it")
+def test_the_debugger_served_to_a_browser_shows_the_source_and_both_timelines(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    served = Served(tmp_path, str(SAMPLES / "strings.py"))
+    try:
+        assert served.lines[0].strip() == (
+            f"cwmtui serve: the debugger on strings.py at {served.url} (each browser tab runs its own; "
+            "add ?fontsize=24 for a projector; Ctrl+C stops)")
+        # what the page is, and what it refuses
+        page_html = httpx.get(served.url + "/").text
+        assert "cwmtui · strings.py" in page_html and sys.executable not in page_html  # not the command line
+        assert f"ws://127.0.0.1:{served.port}/ws" in page_html
+        assert httpx.get(served.url + "/", headers={"Host": f"rebound.example:{served.port}"}).status_code == 403
+        handshake = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+                     "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Origin": "http://elsewhere.example"}
+        refused = httpx.get(served.url + "/ws", headers=handshake)
+        assert refused.status_code == 403 and "another site" in refused.text
+
+        screen = TerminalScreen()
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+        def received(payload) -> None:
+            if isinstance(payload, bytes):
+                screen.feed(decoder.decode(payload))
+
+        def ready(text: str) -> bool:
+            return ("def scramble(text, shift):" in text and "model · main" in text and "writing…" not in text
+                    and "ended: the program returned · model:" in text)
+
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+            try:
+                page = browser.new_page(viewport={"width": 1500, "height": 900})
+                page.on("websocket", lambda ws: ws.on("framereceived", received))
+                page.goto(served.url + "/")
+                page.wait_for_selector("body.-first-byte", timeout=60_000)  # the app has started drawing
+                page.focus(".xterm-helper-textarea")  # the terminal has the keyboard, as after a click on it
+                start = time.monotonic()
+                while not ready(screen.text()):
+                    assert time.monotonic() - start < 240, f"the page never showed the finished debugger:\n{screen.text()}"
+                    page.wait_for_timeout(250)  # (Playwright hands over the page's events while it waits)
+                page.wait_for_timeout(1000)  # the last frames drawn
+                shot = tmp_path / "cwmtui-serve.png"
+                page.screenshot(path=str(shot))
+            finally:
+                browser.close()
+        if os.environ.get("CWMTUI_ARTEFACTS"):
+            os.makedirs(os.environ["CWMTUI_ARTEFACTS"], exist_ok=True)
+            shutil.copy(shot, os.environ["CWMTUI_ARTEFACTS"])
+        assert shot.stat().st_size > 10_000
+        lines = screen.lines()
+        text = "\n".join(lines)
+        # the source, with the program's lines
+        assert "source · strings.py" in text
+        for line in ('def scramble(text, shift):  # << START_OF_TRACE', 'head, tail = word[0], word[1:]',
+                     'scramble("world model", 3)'):
+            assert line in text, line
+        # both timelines, side by side, each with its rows from step 0
+        titles = next(line for line in lines if "─ interpreter ─" in line)
+        assert "─ model · main" in titles and titles.index("interpreter") < titles.index("model · main")
+        first_rows = next(line for line in lines if "→def scramble(te" in line)
+        assert first_rows.count("→def scramble(te") == 2 and first_rows.count("text='world model'") == 2
+        assert "first divergence" in text
+        assert "? Help q Quit" in lines[-1]  # the footer's keys (shown once the page has focus)
+    finally:
+        served.stop()
+    assert served.process.returncode is not None
+
+
+def test_a_tab_runs_the_debugger_with_the_same_words_quoted(monkeypatch, capsys):
+    """The tabs' command line: the debugger's words as given (serve's own and the API key out),
+    each one quoted for the shell textual-serve hands it to."""
+    words, key = tab_words(["p; rm -rf ~.py", "--host", "0.0.0.0", "--port=9000", "--api-key", "s3cret",
+                            "--server", "http://gpu:8000", "--theme", "light"])
+    assert words == ["p; rm -rf ~.py", "--server", "http://gpu:8000", "--theme", "light"] and key == "s3cret"
+    assert shlex.split(shlex.join(words)) == words
+    served = {}
+
+    def serve(self, debug=False):
+        served.update(command=self.command, title=self.title, host=self.host, port=self.port)
+        self.announce()
+
+    monkeypatch.setattr("cwmtui.serving.DebuggerServer.serve", serve)
+    monkeypatch.setattr("cwmtui.serving.check_port", lambda host, port: None)
+    monkeypatch.setenv("VLLM_API_KEY", "")
+    code = main(["serve", str(SAMPLES / "strings.py"), "--demo", "--theme", "light", "--port", "8123"])
+    assert code == 0
+    assert served["command"] == shlex.join([sys.executable, "-m", "cwmtui", str(SAMPLES / "strings.py"),
+                                            "--demo", "--theme", "light"])
+    assert served["title"] == "cwmtui · strings.py" and (served["host"], served["port"]) == ("127.0.0.1", 8123)
+    out, err = capsys.readouterr()
+    assert "at http://127.0.0.1:8123" in out and err == ""
+
+
+def no_serving(monkeypatch) -> None:
+    """The server announces itself and returns, listening on nothing."""
+    monkeypatch.setattr("cwmtui.serving.DebuggerServer.serve", lambda self, debug=False: self.announce())
+    monkeypatch.setattr("cwmtui.serving.check_port", lambda host, port: None)
+
+
+def test_another_address_says_whoever_reaches_it_can_run_programs(monkeypatch, capsys):
+    no_serving(monkeypatch)
+    monkeypatch.setattr("cwmtui.interpreter.runner.sandbox_warning", lambda limits: None)  # a sandbox here
+    code = main(["serve", str(SAMPLES / "strings.py"), "--host", "0.0.0.0", "--port", "8124"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "at http://0.0.0.0:8124" in out
+    assert err.startswith("warning: --host 0.0.0.0 is not a loopback address: whoever reaches port 8124 of "
+                          "this machine can run programs on it")
+    assert "runs strings.py and the model here" in err and err.count("\n") == 1
+    # on a loopback address, no warning
+    main(["serve", str(SAMPLES / "strings.py"), "--host", "localhost", "--port", "8124"])
+    assert capsys.readouterr().err == ""
+
+
+def test_another_address_without_a_sandbox_is_refused_unless_asked(monkeypatch, capsys):
+    no_serving(monkeypatch)
+    monkeypatch.setattr("cwmtui.interpreter.runner.sandbox_warning", lambda limits: "warning: no sandbox" if limits.sandbox else None)
+    code = main(["serve", str(SAMPLES / "strings.py"), "--host", "0.0.0.0"])
+    err = capsys.readouterr().err
+    assert code == 2 and "the programs would run without a sandbox for whoever reaches it" in err
+    assert err.count("\n") == 1
+    code = main(["serve", str(SAMPLES / "strings.py"), "--host", "0.0.0.0", "--no-sandbox"])  # asked for
+    assert code == 0 and "whoever reaches port 8000" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["serve", "missing.py"], "missing.py: no such file"),
+        (["serve", str(SAMPLES / "strings.py"), "--theme", "neon"], "no theme named 'neon'"),
+        (["serve", str(SAMPLES / "strings.py"), "--demo", "/no/such.toml"], "--demo /no/such.toml: no such demo script"),
+        (["serve"], "no program"),
+    ],
+)
+def test_serve_checks_its_input_before_it_listens(monkeypatch, capsys, argv, message):
+    monkeypatch.setattr("cwmtui.serving.DebuggerServer.serve", lambda self, debug=False: pytest.fail("served"))
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_serve_without_its_extra_says_which_in_one_line(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "textual_serve.server", None)  # as if not installed
+    code = main(["serve", str(SAMPLES / "strings.py")])
+    err = capsys.readouterr().err
+    assert code == 2 and "cwmtui serve needs textual_serve" in err and "pip install 'cwmtui[serve]'" in err
+    assert err.count("\n") == 1
+
+
+def test_a_port_in_use_is_one_line(capsys):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        code = main(["serve", str(SAMPLES / "strings.py"), "--port", str(port)])
+    err = capsys.readouterr().err
+    assert code == 2 and f"cannot listen on 127.0.0.1:{port}: address already in use" in err
+    assert err.count("\n") == 1
