@@ -1,7 +1,8 @@
 """``cwmtui eval`` over replicas of a model server: programs/s with 1 and 2 loopback fake vLLM
-servers, side by side in one run.
+servers, and ground-truth programs/s with 1 and 2 fork-server workers, side by side in one run.
 
     python bench/eval_scale.py [--programs 24] [--token-ms 1.0] [--concurrency 4] [--model-phase-only]
+                               [--generated 20000] [--truth-rounds 1] [--truth-only]
 
 The servers (``tests/replica_servers.py``, each in a process of its own, started once) know the
 true trace of every program of a generated suite of small loops and write it as vLLM streams
@@ -23,12 +24,22 @@ The last programs of a run leave a server idle while the other finishes (the tai
 ratio nears 2 as the suite grows against ``--concurrency``.
 
 Both check that every program was run once and the results are the same with 1 and 2 servers.
+
+The ground-truth half (after the servers are gone): ``trace_suite`` (what ``cwmtui eval`` does
+before the model runs, ``--truth-workers W``) on CRUXEval-800 and on a generated suite of
+``--generated`` programs (the composition zoo: ``--generated`` / 80 programs per type, depth 1..5
+and form), with 1 and with 2 workers (fork servers), wall time from the first program to the
+last, the servers' start included. ``--truth-rounds K`` alternates 1 and 2 workers K times and
+keeps each one's fastest (the machine is shared). It checks that the traces (frames, status,
+output) are the same with 1 and 2 workers, and prints the load average beside the figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -40,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 from cwmtui.evaluation.batch import BatchOptions, BatchRun, trace_suite  # noqa: E402
 from cwmtui.evaluation.suite import load_suite  # noqa: E402
+from cwmtui.evaluation.truth_pool import default_workers  # noqa: E402
 from cwmtui.model import open_backend  # noqa: E402
 from tests.replica_servers import write_suite  # noqa: E402
 
@@ -91,13 +103,67 @@ def outcome(records: list[dict]) -> list[tuple]:
     return sorted((r["id"], r["status"], r["generation"]) for r in records)
 
 
+def fingerprints(truths) -> list[str]:
+    """One digest per program of what its trace is: frames, status, output (in the suite's order)."""
+    return [hashlib.sha1(repr((t.case.id, t.trace.frames, t.trace.status, t.trace.output)).encode()).hexdigest()
+            for t in truths]
+
+
+def load() -> str:
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def truth_half(generated: int, rounds: int) -> bool:
+    """Ground-truth programs/s with 1 and 2 workers on CRUXEval-800 and a generated suite."""
+    per_cell = max(1, round(generated / 80))
+    suites = [("CRUXEval", load_suite("cruxeval").cases),
+              (f"zoo, {per_cell} per cell", load_suite("zoo", count=per_cell).cases)]
+    print(f"\nground truth (trace_suite, cwmtui eval --truth-workers W): {default_workers()} cores for this "
+          f"process, load average {load()} before")
+    print("\n| suite | programs | frames | 1 worker | programs/s | 2 workers | programs/s | speed-up | same traces | load average after |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    all_same = True
+    for name, cases in suites:
+        best: dict[int, float] = {}
+        seen: dict[int, list[str]] = {}
+        frames = 0
+        for _ in range(rounds):
+            for workers in (1, 2):
+                began = time.perf_counter()
+                truths = trace_suite(cases, workers=workers)
+                seconds = time.perf_counter() - began
+                best[workers] = min(seconds, best.get(workers, seconds))
+                digests = fingerprints(truths)
+                if seen.setdefault(workers, digests) != digests or len(truths) != len(cases):
+                    seen[workers] = []  # not even the same as itself: marked as different
+                frames = sum(len(t.trace.frames) for t in truths)
+                del truths
+        same = bool(seen[1]) and seen[1] == seen[2]
+        all_same = all_same and same
+        one, two = best[1], best[2]
+        print(f"| {name} | {len(cases)} | {frames} | {one:.2f} s | **{len(cases) / one:.0f}** | {two:.2f} s | "
+              f"**{len(cases) / two:.0f}** | {one / two:.2f}x | {'yes' if same else 'NO'} | {load()} |")
+    return all_same
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--programs", type=int, default=24, help="programs in the generated suite (default 24)")
     parser.add_argument("--token-ms", type=float, default=1.0, help="milliseconds a fake server takes a token (default 1)")
     parser.add_argument("--concurrency", type=int, default=4, help="programs in flight (default 4)")
     parser.add_argument("--model-phase-only", action="store_true", help="measure BatchRun only, not the whole cwmtui eval command")
+    parser.add_argument("--generated", type=int, default=20_000, help="programs of the generated suite for the ground truth (default 20000)")
+    parser.add_argument("--truth-rounds", type=int, default=1, help="ground truth: alternate 1 and 2 workers this many times, keep the fastest (default 1)")
+    parser.add_argument("--truth-only", action="store_true", help="measure the ground truth only, not the servers")
     args = parser.parse_args()
+    this_run = (f"python bench/eval_scale.py --programs {args.programs} --token-ms {args.token_ms:g} "
+                f"--concurrency {args.concurrency}" + (" --model-phase-only" if args.model_phase_only else "")
+                + f" --generated {args.generated} --truth-rounds {args.truth_rounds}"
+                + (" --truth-only" if args.truth_only else ""))
+    if args.truth_only:
+        same = truth_half(args.generated, args.truth_rounds)
+        print(f"\nthis run: {this_run}")
+        return 0 if same else 1
 
     with tempfile.TemporaryDirectory(prefix="eval-scale-") as folder:
         suite_path = write_suite(Path(folder) / "loops.jsonl", args.programs, length=1)
@@ -140,9 +206,9 @@ def main() -> int:
             print("\ncommands (the servers' URLs were this run's):")
             for row in rows:
                 print("    " + " ".join(row[4]).replace(str(suite_path), "SUITE"))
-        print(f"\nthis run: python bench/eval_scale.py --programs {args.programs} --token-ms {args.token_ms:g} "
-              f"--concurrency {args.concurrency}" + (" --model-phase-only" if args.model_phase_only else ""))
-        return 0 if same else 1
+    same_truth = truth_half(args.generated, args.truth_rounds)
+    print(f"\nthis run: {this_run}")
+    return 0 if same and same_truth else 1
 
 
 if __name__ == "__main__":

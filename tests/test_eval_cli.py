@@ -369,3 +369,94 @@ def test_a_run_goes_on_over_other_servers_of_the_same_model_but_not_another_mode
     assert difference(first, fewer) is None  # a lost node: the run goes on without it
     other = {**first, "model": "another/model"}
     assert difference(first, other) == "model: 'facebook/cwm' in the file, 'another/model' now"
+
+
+def test_recovery_runs_with_the_model_replays_from_its_file_and_goes_on_recorded_generations(capsys, tmp_path, tiny_model, programs):
+    results = tmp_path / "results.jsonl"
+    model = ["--model", str(tiny_model), "--device", "cpu", "--frame-tokens", "12", "--token-budget", "80"]
+    report = run_json(capsys, str(programs), *model, "--recovery", "--out", str(results))
+    records = [json.loads(line) for line in results.read_text().splitlines()]
+    assert all(r["config"]["recovery"] for r in records)
+    for record in records:  # random weights diverge: each program was intervened on, both ways
+        recovery = record["recovery"]
+        assert recovery["step"] == record["first_divergence"]["step"]
+        for condition, kind in (("action", "action"), ("frame", "frame")):
+            result = recovery[condition] if "skipped" not in recovery else None
+            if result is not None and "skipped" not in result:
+                assert result["intervention"]["kind"] == kind and result["generation"].startswith("<|call_sep|>")
+                assert isinstance(result["recovered"], bool) and result["summary"]
+    assert report["recovery"]["programs"] == 2 and report["recovery"]["diverged"] == 2
+
+    # the file's recorded interventions are scored again without a model, to the same table
+    again = run_json(capsys, str(programs), "--replay", str(results), "--recovery")
+    assert again["recovery"] == report["recovery"]
+    assert main(["eval", "--report", str(results)]) == 0
+    assert "recovery at the first divergence" in capsys.readouterr().out
+
+    # recorded generations, interventions on a live model: the free-running figures are the file's
+    live = run_json(capsys, str(programs), "--replay", str(results), "--recovery", *model)
+    assert live["output_accuracy"] == report["output_accuracy"] and live["recovery"]["diverged"] == 2
+
+    # without --recovery a replay and a model are two world models: refused in one line
+    assert main(["eval", str(programs), "--replay", str(results), *model]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and "cannot be used together" in error
+
+
+def test_samples_give_pass_at_k_and_each_samples_first_divergence_and_replay_to_the_same(capsys, tmp_path, tiny_model, programs):
+    results = tmp_path / "results.jsonl"
+    model = ["--model", str(tiny_model), "--device", "cpu", "--frame-tokens", "12", "--token-budget", "60"]
+    assert main(["eval", str(programs), *model, "--samples", "3"]) == 2  # greedy: the same trace 3 times
+    assert "needs --temperature above 0" in capsys.readouterr().err
+    report = run_json(capsys, str(programs), *model, "--samples", "3", "--temperature", "1.0", "--seed", "7",
+                      "--out", str(results))
+    records = [json.loads(line) for line in results.read_text().splitlines()]
+    for record in records:
+        samples = record["samples"]
+        assert [s["seed"] for s in samples] == [7, 8, 9]
+        assert samples[0]["generation"] == record["generation"]  # sample 0 is the record's own rollout
+        assert all(s["generation"].startswith("<|call_sep|>") and "class" in s for s in samples)
+        assert len({s["generation"] for s in samples}) > 1  # sampled, not greedy
+    assert record["config"]["samples"] == 3 and record["config"]["decoding"]["temperature"] == 1.0
+    sampled = report["samples"]
+    assert (sampled["programs"], sampled["samples"], list(sampled["pass_at_k"])) == (2, 3, ["1", "2", "3"])
+    assert sum(sampled["first_divergence_kinds"].values()) == 6
+    # the file's samples are scored again without a model, to the same pass@k
+    again = run_json(capsys, str(programs), "--replay", str(results), "--samples", "3")
+    assert again["samples"] == sampled
+
+
+def test_conditions_run_the_constrained_decoding_beside_the_free_one_and_name_each(capsys, tmp_path, programs, monkeypatch):
+    results = tmp_path / "results.jsonl"
+    report = run_json(capsys, str(programs), "--conditions", "free,constrained,teacher", "--out", str(results))
+    records = [json.loads(line) for line in results.read_text().splitlines()]
+    for record in records:  # the bundled model: free-running without the grammar, constrained beside it
+        assert record["decoding"] == "free" and "teacher_forced" in record
+        assert record["constrained"]["frames"]["format_errors"] == 0
+        assert record["constrained"]["generation"].startswith("<|call_sep|>")
+        assert record["config"]["decoding"]["constrain"] is False and record["config"]["beside"] == "constrained"
+    assert report["decoding"] == "free" and report["constrained"]["valid_format"] == 1.0
+    assert "format" not in report["constrained"]["first_divergence_kinds"]
+    assert set(report["differences"]) == {"teacher_forced - free", "constrained - free"}
+    # the other way round: constrained free-running, the raw model beside it
+    flipped = run_json(capsys, str(programs), "--conditions", "constrained,free")
+    assert flipped["decoding"] == "constrained" and flipped["valid_format"] == 1.0
+    assert flipped["free"]["count"] == 2 and flipped["differences"]["constrained - free"] == report["differences"]["constrained - free"]
+    # a results file is rescored with its recorded conditions, to the same figures
+    again = run_json(capsys, str(programs), "--replay", str(results), "--conditions", "free,constrained,teacher")
+    assert again["constrained"] == report["constrained"] and again["decoding"] == "free"
+    # the tables name each condition
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["eval", "--report", str(results)]) == 0
+    shown = capsys.readouterr().out
+    assert "free-running, unconstrained" in shown and "constrained − unconstrained" in shown
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--conditions", "free,greedy"], "give some of free, constrained, teacher"),
+    (["--conditions", "constrained", "--free"], "drop --free/--constrain"),
+])
+def test_bad_conditions_are_one_line(capsys, programs, argv, message):
+    assert main(["eval", str(programs), *argv]) == 2
+    error = capsys.readouterr().err.strip()
+    assert message in error and error.count("\n") == 0

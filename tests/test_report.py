@@ -214,3 +214,13 @@ def test_the_survival_curve_is_the_share_still_agreeing_after_each_step():
     ]
     assert survival(views) == [[0, 0.75], [1, 0.75], [2, 0.5], [3, 0.5], [4, 0.5], [5, 0.25], [6, 0.25]]
     assert survival([]) == []
+
+
+def test_the_survival_curve_keeps_every_step_where_it_moves_beside_a_long_trace():
+    from cwmtui.analysis.report import survival
+
+    views = [{"first_divergence": {"step": s}, "frames": {"truth": 10}} for s in (1, 2, 3, 6)]
+    views.append({"first_divergence": None, "frames": {"truth": 630}})  # one long trace, exact
+    curve = survival(views)
+    assert curve[:8] == [[0, 1.0], [1, 0.8], [2, 0.6], [3, 0.4], [4, 0.4], [5, 0.4], [6, 0.2], [7, 0.2]]
+    assert curve[-1] == [630, 0.2] and len(curve) <= 8 + 61

@@ -616,3 +616,28 @@ def test_a_line_the_user_typed_is_never_blamed_on_the_model(strawberry):
     first = branch.comparison.first_divergence
     assert first.step == 5 and first.kind == "override" and first.regime == "the user's override"
     assert "hallucination" not in first.explanation and "the line is yours" in first.explanation
+
+
+def test_the_real_frame_forced_at_a_step_grows_a_branch_that_goes_on_from_the_true_state(loop):
+    program, truth = loop
+    lost = both(wrong_value("acc", "99"), wrong_return("99"))
+    session = session_with(loop, mistakes={k: lost for k in range(3, len(truth.frames))})
+    main = session.run_main()
+    assert main.comparison.first_divergence.step == 3
+    branch = session.override_with_frame(main, 3)
+    assert branch.name == "main/3" and branch.parent == "main"
+    assert branch.intervention.kind == "frame" and branch.intervention.describe() == "the interpreter's whole frame forced at step 3"
+    assert branch.frames[3] == replace(truth.frames[3], origin="forced", tokens=branch.frames[3].tokens)
+    assert branch.recovery is not None and branch.recovery.recovered_at is None  # the model loses it again
+    with pytest.raises(SessionError, match="no step"):
+        session.override_with_frame(main, len(truth.frames))
+
+
+def test_a_rollout_run_elsewhere_is_adopted_as_main_and_compared(loop):
+    program, truth = loop
+    session = session_with(loop)
+    elsewhere = session_with(loop).run_main()
+    main = session.adopt(elsewhere.rollout)
+    assert session.main is main and main.status == "ended" and main.comparison.agrees
+    again = session.adopt(elsewhere.rollout)
+    assert [b.name for b in session.branches] == ["main"] and session.main is again

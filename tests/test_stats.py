@@ -51,3 +51,28 @@ def test_pass_at_k_is_the_unbiased_estimator():
     assert math.isfinite(pass_at_k(1000, 3, 100))
     with pytest.raises(ValueError):
         pass_at_k(5, 2, 6)
+
+
+def test_pass_at_k_of_a_run_averages_the_unbiased_estimates_over_programs():
+    from cwmtui.analysis.report import aggregate
+
+    def record(correct: list[bool], kinds: list[str | None]) -> dict:
+        samples = [{"output": {"correct": c}, "first_divergence": {"kind": k, "step": 2} if k else None}
+                   for c, k in zip(correct, kinds)]
+        return {"output": {"correct": correct[0]}, "frames": {"truth": 3, "model": 3, "action_matches": 3,
+                "state_matches": 3}, "samples": samples, "status": "ended"}
+
+    records = [record([True, False, True, False], [None, "state", None, "action"]),
+               record([False] * 4, ["action"] * 4)]
+    sampled = aggregate(records)["samples"]
+    assert (sampled["programs"], sampled["samples"]) == (2, 4)
+    # program 1: n=4, c=2: pass@1 = 1/2, pass@2 = 1 - C(2,2)/C(4,2) = 5/6, pass@4 = 1; program 2: 0
+    assert sampled["pass_at_k"]["1"]["value"] == pytest.approx(0.25)
+    assert sampled["pass_at_k"]["2"]["value"] == pytest.approx(5 / 12)
+    assert sampled["pass_at_k"]["4"]["value"] == pytest.approx(0.5)
+    assert list(sampled["pass_at_k"]) == ["1", "2", "4"]
+    # the normal interval of the mean over the two programs: 0.25 ± 1.96 · stdev([0.5, 0]) / √2
+    low, high = sampled["pass_at_k"]["1"]["ci95"]
+    assert (low, high) == (0.0, pytest.approx(0.25 + 1.959963984540054 * 0.3535533905932738 / 2 ** 0.5))
+    assert sampled["first_divergence_kinds"] == {"action": 5, "agree": 2, "state": 1}
+    assert sampled["programs_right_at_least_once"] == 1

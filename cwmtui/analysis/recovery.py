@@ -19,6 +19,12 @@ from .compare import Comparison, Divergence, StepKind, compare, divergence_at
 from .comparison import FORCED_WHOLE
 
 
+#: the interventions ``cwmtui eval --recovery`` makes at a first divergence: the interpreter's real
+#: line forced (was it a slip of control?), and its whole frame forced (can the model go on from the
+#: true state?)
+RECOVERY_CONDITIONS = ("action", "frame")
+
+
 def scored_frames(frames: Sequence[Frame], forced_steps: Sequence[int]) -> list[Frame]:
     """The frames of a teacher-forced rollout as they are scored: each step in ``forced_steps``
     (after the seeded entry frame) becomes a format error, because the truth's frame there is not

@@ -27,6 +27,8 @@ from collections import Counter, defaultdict
 from typing import Any, Iterable
 
 from ..trace import RolloutStatus
+from .recovery_report import recovery_report
+from .sampling_report import sampling_report
 from .stats import Proportion, difference, wilson
 
 #: Meta CWM's published figures ("Debugging code world models", arXiv 2602.07672; CWM tech report)
@@ -40,6 +42,9 @@ PUBLISHED: dict[str, dict[str, Any]] = {
 }
 
 TRUNCATION_STATUSES = ("budget", "frame_limit", "max_frames")
+
+#: the two decodings of the free-running condition: without the frame grammar, and under it
+DECODINGS = ("free", "constrained")
 
 
 def rate(part: int, whole: int) -> float | None:
@@ -70,16 +75,21 @@ SURVIVAL_POINTS = 60  # steps a survival curve is given at (at most; every step 
 
 def survival(views: list[dict]) -> list[list[float]]:
     """The share of programs whose trace still agrees after step k: ``[[k, share], ...]`` for k
-    from 0 to the longest true trace. A program agrees after step k when its first divergence
+    from 0 to the longest true trace (every step where it changes, for up to SURVIVAL_POINTS). A program agrees after step k when its first divergence
     comes later (or never: a trace that agreed to its end keeps counting)."""
     if not views:
         return []
     firsts = [(v.get("first_divergence") or {}).get("step") for v in views]
     firsts = [s if isinstance(s, int) else None for s in firsts]
     longest = max(int(v["frames"]["truth"]) for v in views)
-    stride = max(1, -(-longest // SURVIVAL_POINTS))
-    steps = sorted(set(range(0, longest + 1, stride)) | {longest})
-    return [[k, sum(1 for s in firsts if s is None or s > k) / len(views)] for k in steps]
+    # every step (up to SURVIVAL_POINTS) until the last first divergence, where the curve moves;
+    # after it the curve is flat to the longest trace, given at SURVIVAL_POINTS points at most
+    moves = min(longest, max((s for s in firsts if s is not None), default=0) + 1)
+    stride = max(1, -(-moves // SURVIVAL_POINTS))
+    points = set(range(0, moves + 1, stride)) | {moves}
+    if longest > moves:
+        points |= set(range(moves, longest + 1, max(1, -(-(longest - moves) // SURVIVAL_POINTS)))) | {longest}
+    return [[k, sum(1 for s in firsts if s is None or s > k) / len(views)] for k in sorted(points)]
 
 
 def condition_metrics(views: list[dict]) -> dict:
@@ -143,6 +153,21 @@ def aggregate(records: Iterable[dict], suite: str | None = None) -> dict:
     if forced:
         report["teacher_forced"] = condition_metrics(forced)
         report["differences"] = {"teacher_forced - free": condition_differences(report["teacher_forced"], report)}
+    decodings = {r.get("decoding") for r in records if r.get("decoding")}
+    if decodings:  # how the free-running condition was decoded: "constrained", "free" (or "mixed")
+        report["decoding"] = decodings.pop() if len(decodings) == 1 else "mixed"
+    for name in DECODINGS:  # the other decoding, run beside it (--conditions)
+        beside = [r[name] for r in records if isinstance(r.get(name), dict)]
+        if beside:
+            report[name] = condition_metrics(beside)
+            constrained, free = (report[name], report) if name == "constrained" else (report, report[name])
+            report.setdefault("differences", {})["constrained - free"] = condition_differences(constrained, free)
+    sampled = sampling_report(records)
+    if sampled is not None:
+        report["samples"] = sampled
+    recovered = recovery_report(records)
+    if recovered is not None:
+        report["recovery"] = recovered
     report["string_valued"] = string_valued_shares(records)
     report["tokens"] = _token_figures(records)
     report["timings"] = _timing_figures(records)

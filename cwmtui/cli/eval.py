@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import threading
@@ -38,7 +39,11 @@ def build_parser() -> Parser:
     parser.add_argument("--data", metavar="PATH", help="cruxeval: another copy of CRUXEval's cruxeval.jsonl (default: the copy shipped with cwmtui)")
     parser.add_argument("--count", type=int, metavar="K", help="programs per cell (s5: per N; zoo: per type, depth and form); for files and cruxeval: the first K")
     parser.add_argument("--teacher-force", action="store_true", help="also run the teacher-forced condition (every event and action forced from the truth; the model writes the states from its own earlier ones)")
+    parser.add_argument("--recovery", action="store_true", help="also intervene at each program's first divergence: force the real line, then (apart) the real frame, let the model run on, and record whether its state agrees again (with --replay FILE: on --model/--server if given, else replayed from FILE's recorded interventions)")
+    parser.add_argument("--conditions", metavar="LIST", help="the conditions to run, of free (without the frame grammar), constrained (under it) and teacher (teacher-forced), e.g. free,constrained,teacher: the first decoding listed is the free-running condition, the other runs beside it (default: the model's own decoding, the bundled model's constrained; with --teacher-force also teacher)")
+    parser.add_argument("--samples", type=int, default=1, metavar="N", help="free-running samples per program, with --temperature above 0: pass@k of output accuracy (unbiased estimator, as CRUXEval reports it) and each sample's first divergence (default 1)")
     parser.add_argument("--concurrency", type=int, default=1, metavar="C", help="programs in flight at once (server backends; a local model runs one at a time)")
+    parser.add_argument("--truth-workers", type=int, metavar="W", help="fork servers tracing the ground truth at once (default: one per core; 1: one interpreter); the traces are the same")
     parser.add_argument("--out", metavar="RESULTS.jsonl", help="write one result per program (a replay file: reopen with cwmtui --replay)")
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object instead of tables")
     parser.add_argument("--plot", metavar="FILE.png", help="draw the report's curves into a PNG")
@@ -95,6 +100,13 @@ def run_suite(args) -> int:
 
     if args.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
+    if args.samples < 1:
+        raise UsageError("--samples must be at least 1")
+    if args.samples > 1 and not args.replay and not args.temperature > 0:
+        raise UsageError(f"--samples {args.samples} needs --temperature above 0: greedy decoding writes the same trace every time")
+    if args.truth_workers is not None and args.truth_workers < 1:
+        raise UsageError("--truth-workers must be at least 1")
+    beside = args.beside = _conditions(args)
     if args.n and args.suite != "s5":
         raise UsageError("--n (numbers of swaps) is for the s5 suite")
     if (args.depth or args.types) and args.suite != "zoo":
@@ -119,13 +131,20 @@ def run_suite(args) -> int:
     if args.replay:
         if args.replay_id is not None:
             raise UsageError("--id opens one program of a replay; cwmtui eval --replay scores every program of the file")
+        live_model = getattr(args, "model", None) or getattr(args, "server", None)
+        if live_model and not args.recovery:
+            raise UsageError("--replay FILE and --model/--server cannot be used together: pick one world model "
+                             "(with --recovery, the model given runs the interventions on the recorded generations)")
         try:
             recorded = RecordedGenerations(args.replay)
+            if live_model:
+                recorded.live = backend_from_args(argparse.Namespace(**{**vars(args), "replay": None}))
+                warn(recorded.live.warning)
         except ModelError as exc:
             raise UsageError(str(exc)) from None
-        missing = [c.id for c in suite.cases if not recorded.has(c.id, args.teacher_force)]
+        missing = [c.id for c in suite.cases if not recorded.has(c.id, args.teacher_force, args.recovery, args.samples, beside)]
         for ident in missing[:5]:
-            warn(f"cwmtui eval: skipped {ident}: no {'teacher-forced ' if args.teacher_force else ''}generation for it in {args.replay}")
+            warn(f"cwmtui eval: skipped {ident}: no {_not_recorded(recorded, ident, args, beside)} for it in {args.replay}")
         if len(missing) > 5:
             warn(f"cwmtui eval: skipped {len(missing) - 5} more programs without a generation")
         suite.cases = [c for c in suite.cases if c.id not in set(missing)]
@@ -139,6 +158,10 @@ def run_suite(args) -> int:
         except ModelError as exc:
             raise UsageError(str(exc)) from None
         warn(first.warning)
+        problem = first.constraint_problem() if beside == "constrained" or args.constrain else None
+        if problem:
+            first.close()
+            raise UsageError(problem)
         concurrency = args.concurrency
         if concurrency > 1 and not getattr(args, "server", None):
             warn(f"cwmtui eval: --concurrency {concurrency} needs a server backend; a local model runs one program at a time")
@@ -185,7 +208,7 @@ def run_suite(args) -> int:
     ]
     from ..interpreter import Limits
 
-    options = BatchOptions(rollout=rollout, teacher_force=args.teacher_force, concurrency=concurrency,
+    options = BatchOptions(rollout=rollout, teacher_force=args.teacher_force, recovery=args.recovery, samples=args.samples, beside=beside, concurrency=concurrency,
                            limits=Limits(sandbox=args.sandbox))
     lock = threading.Lock()
     interrupted = False
@@ -203,6 +226,7 @@ def run_suite(args) -> int:
                     options.limits,
                     on_truth=lambda t: progress.update(truth_task, advance=1, rate=_rate(progress, truth_task, "programs")),
                     interpreter=interpreter,
+                    workers=args.truth_workers,
                 )
             usable = [t for t in truths if t.usable]
             for truth in truths:
@@ -268,6 +292,43 @@ def run_suite(args) -> int:
         raise UsageError(f"{args.suite}: no program could be evaluated")
     show(report_of(records), args)
     return 1 if failed else 0
+
+
+def _not_recorded(recorded, ident: str, args, beside: str | None) -> str:
+    """What a replay file lacks for a program that the run asks of it."""
+    if not recorded.has(ident):
+        return "generation"
+    if beside and not recorded.has(ident, beside=beside):
+        return f"{beside} generation"
+    if args.samples > 1 and not recorded.has(ident, samples=args.samples):
+        return f"{args.samples} samples"
+    if args.teacher_force and not recorded.has(ident, teacher_forced=True):
+        return "teacher-forced generation"
+    return "recorded intervention (give --model or --server to run them)"
+
+
+#: the names --conditions takes
+CONDITIONS = ("free", "constrained", "teacher")
+
+
+def _conditions(args) -> str | None:
+    """Apply --conditions to ``args`` (the free-running condition's decoding, --teacher-force);
+    the decoding to run beside it, or None."""
+    if not args.conditions:
+        return None
+    names = [name for part in args.conditions.split(",") for name in part.split()]
+    unknown = [name for name in names if name not in CONDITIONS]
+    if unknown or not names:
+        raise UsageError(f"--conditions {args.conditions}: give some of {', '.join(CONDITIONS)} (comma-separated)")
+    decodings = [name for name in names if name != "teacher"]
+    if decodings and getattr(args, "constrain", None) is not None:
+        raise UsageError("--conditions names the decodings: drop --free/--constrain")
+    if "teacher" in names:
+        args.teacher_force = True
+    if decodings and not args.replay:
+        args.constrain = decodings[0] == "constrained"
+    others = [name for name in dict.fromkeys(decodings) if name != decodings[0]] if decodings else []
+    return others[0] if others else None
 
 
 def _rewrite(path: str, records: list[dict]) -> None:

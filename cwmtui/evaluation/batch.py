@@ -1,10 +1,13 @@
-"""A batch run: ground truth for a whole suite through one interpreter, then one rollout per program.
+"""A batch run: ground truth for a whole suite, then one rollout per program.
 
-The truth is traced first, program after program, by ONE fork-server :class:`Interpreter` (no
-interpreter start-up per program). Rollouts then run on ``concurrency`` worker threads, each with
+The truth is traced first, by fork-server :class:`Interpreter`s (no interpreter start-up per
+program): one per core at once (:mod:`.truth_pool`), or one, program after program, with the
+same traces either way. Rollouts then run on ``concurrency`` worker threads, each with
 its own backend (a server backend serves several requests at once; a local model runs one
 program at a time). Every finished program becomes a results record (:mod:`.record`), handed to
-``on_result`` as soon as it is ready so a long run can be written out as it goes.
+``on_result`` as soon as it is ready so a long run can be written out as it goes; the conditions
+run beside it (the other decoding, the teacher-forced one, samples, the interventions of
+:mod:`.recovery_run`) go into the same record.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Callable
 from ..interpreter import Interpreter, Limits
 from ..trace import Status, Trace
 from .record import condition_summary, error_record, result_record
+from .replayed import replayed_rollout
 from .suite import Case, Suite
 
 
@@ -41,6 +45,11 @@ class Truth:
 class BatchOptions:
     rollout: object = None  # model.rollout.RolloutOptions (None: its defaults)
     teacher_force: bool = False
+    recovery: bool = False  # also the interventions at the first divergence (evaluation.recovery_run)
+    samples: int = 1  # free-running samples per program (evaluation.samples: pass@k)
+    #: the other decoding run beside the free-running condition: "constrained" (under the frame
+    #: grammar) or "free" (without it), or None
+    beside: str | None = None
     concurrency: int = 1
     limits: Limits = field(default_factory=Limits)
 
@@ -51,12 +60,32 @@ def trace_suite(
     on_truth: Callable[[Truth], None] | None = None,
     interpreter: Interpreter | None = None,
     cancel: threading.Event | None = None,
+    workers: int | None = None,
 ) -> list[Truth]:
-    """The ground truth of every program, through one interpreter (one fork server)."""
+    """The ground truth of every program, in the suite's order: through one interpreter (one
+    fork server) when ``workers`` is 1, else through a pool of ``workers`` of them at once
+    (default: one per core; :mod:`.truth_pool`), with the same traces. ``interpreter``: the one
+    to use, left open (a pool makes its own like it); ``on_truth`` is called in this thread, in
+    order."""
+    from contextlib import closing
+
+    from .truth_pool import default_workers, trace_programs
+
+    limits = limits or Limits()
+    workers = default_workers() if workers is None else workers
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, not {workers}")
+    truths = []
+    if workers > 1 and len(cases) > 1:
+        with closing(trace_programs([case.program for case in cases], limits, workers, interpreter, cancel)) as traced:
+            for index, trace, seconds in traced:
+                truth = Truth(cases[index], trace, seconds)
+                truths.append(truth)
+                if on_truth is not None:
+                    on_truth(truth)
+        return truths
     own = interpreter is None
     interpreter = interpreter or Interpreter()
-    limits = limits or Limits()
-    truths = []
     try:
         for case in cases:
             if cancel is not None and cancel.is_set():
@@ -102,9 +131,69 @@ def evaluate_case(backend, suite: str, truth: Truth, options: BatchOptions, canc
         timings = {**(backend.recorded(truth.case.id, "timings") or {}), "truth_s": timings["truth_s"]}
     else:
         model = getattr(backend, "name", "")
-    return result_record(
+    record = result_record(
         truth.case, suite, trace, free, model=model, timings=timings, tokens=tokens, teacher_forced=teacher
     )
+    # how the free-running condition was decoded: under the frame grammar or not (a replay: as
+    # its file recorded; a recording says nothing of it otherwise)
+    if isinstance(backend, RecordedGenerations):
+        record["decoding"] = backend.records.get(truth.case.id, {}).get("decoding")
+    else:
+        record["decoding"] = "constrained" if getattr(rollout, "constrained", False) else "free"
+    if options.beside is not None:
+        began = time.perf_counter()
+        record[options.beside] = beside_summary(backend, truth, rollout_options, options.beside, cancel)
+        record["timings"][f"{options.beside}_s"] = round(time.perf_counter() - began, 4)
+    if options.samples > 1:
+        from .samples import more_samples, sample_summary
+
+        assert isinstance(rollout_options, RolloutOptions)
+        began = time.perf_counter()
+        recorded = backend.records.get(truth.case.id, {}).get("samples") if isinstance(backend, RecordedGenerations) else None
+        record["samples"] = [sample_summary(free, rollout_options.seed),
+                             *more_samples(backend, truth, rollout_options, options.samples, cancel, recorded)]
+        record["timings"]["samples_s"] = round(time.perf_counter() - began, 4)
+    if options.recovery:
+        began = time.perf_counter()
+        record["recovery"] = recovery_of(backend, truth, rollout, options, cancel)
+        record["timings"]["recovery_s"] = round(time.perf_counter() - began, 4)
+    return record
+
+
+def beside_summary(backend, truth: Truth, rollout_options, decoding: str, cancel=None) -> dict:
+    """The free-running condition again with the other decoding (``decoding``: "constrained",
+    under the frame grammar, or "free", without it): how many failures were only format, and
+    what remains. A replay scores the generation its file recorded for that condition."""
+    from dataclasses import replace
+
+    from ..analysis.compare import compare
+    from ..model.rollout import Rollout
+
+    if isinstance(backend, RecordedGenerations):
+        rollout = replayed_rollout(truth.case, backend.records[truth.case.id][decoding])
+    else:
+        rollout = Rollout(backend, truth.case.program, truth.trace.frames[0],
+                          replace(rollout_options, constrain=decoding == "constrained"))
+        rollout.run(cancel=cancel)
+    comparison = compare(truth.trace, rollout.frames, rollout.status, rollout.partial)
+    summary = condition_summary(truth.trace, rollout.frames, rollout.status.value, rollout.text(), comparison)
+    summary["tokens"] = {"trace": rollout.tokens_used, "processed": rollout.tokens_processed}
+    return summary
+
+
+def recovery_of(backend, truth: Truth, rollout, options: BatchOptions, cancel=None) -> dict | None:
+    """The interventions at the first divergence of ``rollout`` (see :mod:`.recovery_run`): on the
+    live model, or on a replay's live model beside it (``--replay FILE --model …``), or replayed
+    from the file's own recorded ones."""
+    from ..model.rollout import RolloutOptions
+    from .recovery_run import recover
+
+    recorded = None
+    model = backend
+    if isinstance(backend, RecordedGenerations):
+        model = backend.live
+        recorded = backend.records.get(truth.case.id, {}).get("recovery")
+    return recover(model, truth, rollout, options.rollout or RolloutOptions(), options.limits, recorded, cancel)
 
 
 def free_rollout(backend, truth: Truth, rollout_options, cancel=None):
@@ -149,19 +238,28 @@ class RecordedGenerations:
 
     can_generate = False
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, live=None) -> None:
         from ..model.replay import read_replay
 
         self.path = path
+        self.live = live  # a live model for the interventions of --recovery (None: replay them too)
         self.records = {str(data.get("id", number)): data for number, data in read_replay(path)}
         self.name = f"replay {os.path.basename(path)}"
 
     def model_name(self, ident: str) -> str:
         return self.records.get(ident, {}).get("model") or self.name
 
-    def has(self, ident: str, teacher_forced: bool = False) -> bool:
+    def has(self, ident: str, teacher_forced: bool = False, recovery: bool = False, samples: int = 1,
+            beside: str | None = None) -> bool:
         data = self.records.get(ident)
         if data is None or not isinstance(data.get("generation"), str):
+            return False
+        if beside is not None and not (isinstance(data.get(beside), dict) and isinstance(data[beside].get("generation"), str)):
+            return False
+        recorded = data.get("samples")
+        if samples > 1 and not (isinstance(recorded, list) and len(recorded) >= samples):
+            return False
+        if recovery and self.live is None and "recovery" not in data:
             return False
         if teacher_forced:
             forced = data.get("teacher_forced")
@@ -183,21 +281,11 @@ class RecordedGenerations:
 
     @staticmethod
     def _replay(case: Case, data: dict):
-        from ..model.replay import replay_rollout
-        from ..trace import RolloutStatus
-
-        rollout = replay_rollout(case.program, data["generation"])
-        recorded = data.get("status")
-        if rollout.status.out_of_tokens and isinstance(recorded, str):
-            # the recording just stops; a results file says why (a frame limit, the frame cap)
-            try:
-                rollout.status = RolloutStatus.read(recorded)
-            except ValueError:  # a status this version does not know: the recording just stops
-                pass
-        return rollout
+        return replayed_rollout(case, data)
 
     def close(self) -> None:
-        pass
+        if self.live is not None:
+            self.live.close()
 
 
 #: a run stops when this many programs in a row could not be run (the server is gone)

@@ -14,6 +14,8 @@ def save_figure(report: dict, path: str) -> None:
     panels = [_summary_panel]
     if report.get("survival"):
         panels.append(_survival_panel)
+    if report.get("recovery"):
+        panels.append(_recovery_panel)
     if report.get("by_n"):
         panels.append(_s5_panel)
     if report.get("by_depth"):
@@ -57,18 +59,27 @@ def _legend(axis, size="small", columns=1) -> None:
     axis.legend(fontsize=size, ncol=columns, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
 
 
+#: a condition's colour and line style in every panel (by its label's first word)
+STYLES = {"free-running": ("tab:cyan", "-"), "unconstrained": ("tab:blue", "-."), "constrained": ("tab:orange", ":"),
+          "teacher-forced": ("tab:purple", "--")}
+
+
+def _style(label: str) -> tuple[str, str]:
+    return STYLES.get(label.split(",")[0], ("grey", "-"))
+
+
 def _summary_panel(axis, report: dict) -> None:
+    from .tables import conditions
+
     keys = [("output_accuracy", "output"), ("trace_exact", "trace"), ("action_exact", "action"), ("state_exact", "state")]
     xs = range(len(keys))
-    free = [100 * (report.get(k) or 0) for k, _ in keys]
-    forced = report.get("teacher_forced")
-    width = 0.38 if forced else 0.6
+    shown = conditions(report)
+    width = 0.8 / len(shown)
     names = [k for k, _ in keys]
-    axis.bar([x - (width / 2 if forced else 0) for x in xs], free, width, label="free-running (95% CI)", color="tab:cyan",
-             yerr=_errors(report, names), capsize=3)
-    if forced:
-        axis.bar([x + width / 2 for x in xs], [100 * (forced.get(k) or 0) for k, _ in keys], width, label="teacher-forced (95% CI)",
-                 color="tab:purple", yerr=_errors(forced, names), capsize=3)
+    for i, (label, metrics) in enumerate(shown):
+        offset = (i - (len(shown) - 1) / 2) * width
+        axis.bar([x + offset for x in xs], [100 * (metrics.get(k) or 0) for k, _ in keys], width,
+                 label=f"{label} (95% CI)", color=_style(label)[0], yerr=_errors(metrics, names), capsize=3)
     if report["suite"] == "cruxeval":
         axis.axhline(100 * PUBLISHED["cruxeval"]["output_accuracy"], color="grey", linestyle=":", label="Meta CWM output (88%)")
     axis.set_xticks(list(xs), [label for _, label in keys])
@@ -79,16 +90,46 @@ def _summary_panel(axis, report: dict) -> None:
 
 
 def _survival_panel(axis, report: dict) -> None:
+    from .tables import conditions
+
     curve = report["survival"]
-    axis.step([k for k, _ in curve], [100 * s for _, s in curve], where="post", color="tab:cyan", label="free-running")
-    forced = (report.get("teacher_forced") or {}).get("survival")
-    if forced:  # dashed over solid: where they agree, both stay visible
-        axis.step([k for k, _ in forced], [100 * s for _, s in forced], where="post", color="tab:purple",
-                  linestyle="--", label="teacher-forced")
+    for label, metrics in conditions(report):  # dashed and dotted over solid: where they agree, all stay visible
+        points = metrics.get("survival")
+        if points:
+            colour, style = _style(label)
+            axis.step([k for k, _ in points], [100 * s for _, s in points], where="post", color=colour,
+                      linestyle=style, label=label)
     axis.set_ylim(-3, 105)
+    if curve[-1][0] > 20:  # the first steps, where most traces part, beside the longest trace
+        axis.set_xscale("symlog", linthresh=10, linscale=1.5)
+        axis.set_xlim(left=0)
     axis.set_xlabel("step k")
     axis.set_ylabel("% of programs still agreeing after step k")
     axis.set_title("survival of the trace")
+    _legend(axis)
+
+
+def _recovery_panel(axis, report: dict) -> None:
+    """``--recovery``: per class of first divergence, the share that agreed again after the real
+    line (and, beside it, the real frame) was forced, with 95% intervals; n under each class."""
+    recovery = report["recovery"]
+    conditions = recovery["conditions"]
+    classes = [name for name in recovery["classes"] if any(name in conditions.get(c, {}) for c in conditions)]
+    xs = range(len(classes))
+    width = 0.38
+    styles = (("action", "real line forced", "tab:green", -width / 2), ("frame", "real frame forced", "tab:olive", width / 2))
+    for condition, label, colour, offset in styles:
+        cells = [conditions.get(condition, {}).get(name) for name in classes]
+        values = [100 * (c["recovered"]["value"] or 0) if c else 0 for c in cells]
+        low = [v - 100 * c["recovered"]["ci95"][0] if c else 0 for v, c in zip(values, cells)]
+        high = [100 * c["recovered"]["ci95"][1] - v if c else 0 for v, c in zip(values, cells)]
+        axis.bar([x + offset for x in xs], values, width, color=colour, label=f"{label} (95% CI)",
+                 yerr=[low, high], capsize=3)
+    counts = [max((conditions.get(c, {}).get(name) or {}).get("count", 0) for c in conditions) for name in classes]
+    axis.set_xticks(list(xs), [f"{name}\nn={n}" for name, n in zip(classes, counts)], fontsize="small")
+    axis.set_ylim(0, 105)
+    axis.set_ylabel("% whose state agrees again")
+    axis.set_title("recovery at the first divergence")
     _legend(axis)
 
 

@@ -163,7 +163,11 @@ def error_record(case, suite: str, truth: Trace, error: str, *, model: str = "",
 
 
 def _divergence_json(comparison) -> dict | None:
-    divergence = getattr(comparison, "first_divergence", None) if comparison is not None else None
+    return divergence_json(getattr(comparison, "first_divergence", None) if comparison is not None else None)
+
+
+def divergence_json(divergence) -> dict | None:
+    """A divergence as a results record keeps it (step, kind, regime, variables, line, story)."""
     if divergence is None:
         return None
     if hasattr(divergence, "to_json"):

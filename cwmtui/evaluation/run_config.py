@@ -44,12 +44,27 @@ def run_config(args, suite, rollout, backend) -> dict:
         "served_model": getattr(args, "served_model", None),
         "replay": replay,
         "tokenizer": getattr(args, "tokenizer", None),
-        "decoding": {"temperature": rollout.temperature, "top_p": rollout.top_p, "seed": rollout.seed},
+        "decoding": {"temperature": rollout.temperature, "top_p": rollout.top_p, "seed": rollout.seed,
+                     # under the frame grammar (None: a replay, decoded as it was recorded)
+                     "constrain": _constrained(rollout, backend)},
+        "beside": getattr(args, "beside", None),
         "budgets": {"token_budget": rollout.token_budget, "frame_tokens": rollout.frame_tokens,
                     "max_frames": rollout.max_frames},
         "teacher_force": bool(getattr(args, "teacher_force", False)),
+        "recovery": bool(getattr(args, "recovery", False)),
+        "samples": getattr(args, "samples", 1) if (getattr(args, "samples", 1) or 1) > 1 else None,
         "concurrency": getattr(args, "concurrency", 1),
     }
+
+
+def _constrained(rollout, backend) -> bool | None:
+    """Whether the free-running condition decodes under the frame grammar: as asked, else the
+    model's default (None for a replay: it reproduces what was recorded)."""
+    if not getattr(backend, "can_generate", True):
+        return None
+    if rollout.constrain is not None:
+        return bool(rollout.constrain)
+    return bool(getattr(backend, "constrained_by_default", False))
 
 
 def _served(backend) -> str | None:
@@ -63,6 +78,8 @@ def difference(earlier: dict, now: dict) -> str | None:
     for key in sorted(set(earlier) | set(now)):
         if key in NOT_COMPARED:
             continue
+        if key not in earlier and not now.get(key):
+            continue  # an option an earlier version did not record, left off now
         if earlier.get(key) != now.get(key):
             return f"{key}: {earlier.get(key)!r} in the file, {now.get(key)!r} now"
     return None

@@ -74,6 +74,7 @@ def _json_key(key) -> str:
 
 
 _sandbox: list | None = None  # [path of bwrap] once found usable, [] once found not
+_sandbox_lock = threading.Lock()  # threads asking at once all wait for the one probe
 
 
 #: the variables a program in the sandbox sees (besides HOME and TMPDIR, which point into its
@@ -110,24 +111,29 @@ def sandbox_command(env: dict[str, str], seccomp_fd: int | None = None) -> list[
 
 
 def sandbox_available() -> bool:
-    """Can bubblewrap make the sandbox here? Tried once per process."""
+    """Can bubblewrap make the sandbox here? Tried once per process (a thread asking while
+    another probes waits for its answer: until then it is not known, not "no")."""
     global _sandbox
-    if _sandbox is None:
-        _sandbox = []
-        bwrap = shutil.which("bwrap")
-        if bwrap is not None:
-            fd = seccomp.filter_fd()
-            filtered = ["--seccomp", str(fd)] if fd is not None else []
-            try:
-                probe = subprocess.run([bwrap, *_sandbox_args([], {}), *filtered, "--", "true"], capture_output=True,
-                                       timeout=10, pass_fds=(fd,) if fd is not None else ())
-            except (OSError, subprocess.SubprocessError):
-                probe = None
-            finally:
-                if fd is not None:
-                    os.close(fd)
-            if probe is not None and probe.returncode == 0:
-                _sandbox = [bwrap]
+    if _sandbox is not None:
+        return bool(_sandbox)
+    with _sandbox_lock:
+        if _sandbox is None:
+            found: list = []
+            bwrap = shutil.which("bwrap")
+            if bwrap is not None:
+                fd = seccomp.filter_fd()
+                filtered = ["--seccomp", str(fd)] if fd is not None else []
+                try:
+                    probe = subprocess.run([bwrap, *_sandbox_args([], {}), *filtered, "--", "true"], capture_output=True,
+                                           timeout=10, pass_fds=(fd,) if fd is not None else ())
+                except (OSError, subprocess.SubprocessError):
+                    probe = None
+                finally:
+                    if fd is not None:
+                        os.close(fd)
+                if probe is not None and probe.returncode == 0:
+                    found = [bwrap]
+            _sandbox = found
     return bool(_sandbox)
 
 
@@ -310,6 +316,11 @@ class Interpreter:
         self._sandboxed = False  # whether the running fork server is in the sandbox
         self._lock = threading.Lock()
         self.warning = version_warning()
+
+    def sibling(self) -> "Interpreter":
+        """Another interpreter that runs programs as this one does (the same Python, the same
+        tracer), with a fork server of its own: a pool's next worker."""
+        return Interpreter(self._python, self._accelerated)
 
     def __enter__(self) -> "Interpreter":
         return self

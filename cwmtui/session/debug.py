@@ -226,15 +226,9 @@ class DebugSession:
         is forced; where the real line is forced onto a step whose event the model got wrong,
         the truth's whole frame is forced so the paths line up.
         """
-        self._need_model()
-        parent = self.branch(branch) if isinstance(branch, str) else branch
+        parent = self._parent(branch, step)
         if action is None and locals is None:
             raise SessionError("an override needs a new action or new locals")
-        if parent.intervention is not None and parent.intervention.whole_frames:
-            raise SessionError("a branch of whole frames teacher-forced holds one-step predictions, not a rollout "
-                               "to go on from: override a step of main (or of another branch) instead")
-        if not 0 <= step <= len(parent.frames):
-            raise SessionError(f"step {step} is outside branch {parent.name!r} (0..{len(parent.frames)})")
         if step == 0 and action is not None:
             raise SessionError("step 0 is the entry call, forced from the truth: override a later step")
         if action is not None and not action.endswith("\n"):
@@ -261,14 +255,8 @@ class DebugSession:
                 if problem:
                     raise SessionError(f"{name}: {problem}")
 
-        rollout = self._new_rollout()
-        for frame in parent.frames[1:step]:
-            rollout.force(frame, origin=frame.origin or "forced")
-        name = self._unique(f"{parent.name}/{step}")
-        child = Branch(name, parent=parent.name, at_step=step, intervention=intervention, rollout=rollout,
-                       settings=self._settings_now(), token_limit=self._token_limit(rollout))
-        with self._lock:
-            self.branches.append(child)
+        rollout = self._rollout_up_to(parent, step)
+        child = self._child(parent, step, intervention, rollout)
         model_frame = parent.frames[step] if step < len(parent.frames) else None
         if locals is not None:
             base = model_frame if model_frame is not None and model_frame.event is not None else (truth[step] if step < len(truth) else None)
@@ -301,6 +289,67 @@ class DebugSession:
         if on_frame is not None and len(rollout.frames) > step:
             on_frame(child, step, rollout.frames[step])
         return self._run(child, rollout, on_frame, cancel)
+
+    def _parent(self, branch: Branch | str, step: int) -> Branch:
+        """The branch a new one grows from at ``step`` (SessionError where it cannot)."""
+        self._need_model()
+        parent = self.branch(branch) if isinstance(branch, str) else branch
+        if parent.intervention is not None and parent.intervention.whole_frames:
+            raise SessionError("a branch of whole frames teacher-forced holds one-step predictions, not a rollout "
+                               "to go on from: override a step of main (or of another branch) instead")
+        if not 0 <= step <= len(parent.frames):
+            raise SessionError(f"step {step} is outside branch {parent.name!r} (0..{len(parent.frames)})")
+        return parent
+
+    def _rollout_up_to(self, parent: Branch, step: int):
+        """A new rollout holding ``parent``'s frames before ``step``."""
+        rollout = self._new_rollout()
+        for frame in parent.frames[1:step]:
+            rollout.force(frame, origin=frame.origin or "forced")
+        return rollout
+
+    def _child(self, parent: Branch, step: int, intervention: Intervention, rollout) -> Branch:
+        child = Branch(self._unique(f"{parent.name}/{step}"), parent=parent.name, at_step=step,
+                       intervention=intervention, rollout=rollout, settings=self._settings_now(),
+                       token_limit=self._token_limit(rollout))
+        with self._lock:
+            self.branches.append(child)
+        return child
+
+    def override_with_frame(self, branch: Branch | str, step: int, on_frame: FrameCallback | None = None,
+                            cancel=None) -> Branch:
+        """A new branch: ``branch``'s frames up to ``step``, the interpreter's whole frame at
+        ``step`` (its event, state and line), then the model: does it go on right from the true
+        state? (Where an override of the action alone asks whether it was a slip of control.)"""
+        parent = self._parent(branch, step)
+        truth = self.truth.frames
+        if not 0 < step < len(truth):
+            raise SessionError(f"the interpreter's trace has no step {step} to force (1..{len(truth) - 1})")
+        rollout = self._rollout_up_to(parent, step)
+        rollout.force(truth[step], origin="forced")
+        child = self._child(parent, step, Intervention("frame", step, "truth", truth[step].action), rollout)
+        child.frames = list(rollout.frames)
+        if on_frame is not None:
+            on_frame(child, step, rollout.frames[step])
+        return self._run(child, rollout, on_frame, cancel)
+
+    def adopt(self, rollout, name: str = "main", parent: str | None = None, at_step: int | None = None,
+              intervention: Intervention | None = None) -> Branch:
+        """A finished rollout run elsewhere (a batch run's, or a recorded generation replayed) as a
+        branch of this session, compared with the truth; ``main`` takes the place of the main one."""
+        live = getattr(getattr(rollout, "backend", None), "can_generate", True)
+        branch = Branch(self._unique(name) if name != "main" else name, parent=parent, at_step=at_step,
+                        intervention=intervention, rollout=rollout,
+                        settings=self._settings_now() if live else None,
+                        token_limit=self._token_limit(rollout))
+        with self._lock:
+            if name == "main":
+                self.branches = [b for b in self.branches if b.name != "main"]
+                self.branches.insert(0, branch)
+            else:
+                self.branches.append(branch)
+        self._refresh(branch)
+        return branch
 
     def override_with_truth(self, branch: Branch | str, step: int, **kwargs) -> Branch:
         """Override step ``step`` with the interpreter's real next line."""

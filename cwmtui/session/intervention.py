@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: the kinds of intervention: the action replaced, the state edited, both, every action forced
-#: (the model writes the states), or every frame forced (the model predicts each next frame from
-#: the interpreter's trace so far)
-KINDS = ("action", "locals", "action+locals", "teacher_force", "teacher_force_frames")
+#: the kinds of intervention: the action replaced, the state edited, both, the interpreter's whole
+#: frame forced at one step (its event, state and line), every action forced (the model writes the
+#: states), or every frame forced (the model predicts each next frame from the interpreter's trace
+#: so far)
+KINDS = ("action", "locals", "action+locals", "frame", "teacher_force", "teacher_force_frames")
 #: where a replaced action came from
 SOURCES = ("truth", "line", "typed")
 
@@ -41,6 +42,8 @@ class Intervention:
             return "every frame from the interpreter: the model predicts one step at a time"
         if self.teacher_forced:
             return "every action forced from the interpreter"
+        if self.kind == "frame":
+            return f"the interpreter's whole frame forced at step {self.step}"
         what = {"action": "action", "locals": "state", "action+locals": "action and state"}[self.kind]
         text = f"{what} overridden at step {self.step}"
         source = {"truth": "the real line", "line": "another line", "typed": "a typed line"}.get(self.source or "", "")

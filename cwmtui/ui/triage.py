@@ -7,7 +7,9 @@ ASSERT-KTH results file) is scored in the background as soon as the list opens, 
 eval --replay`` would score it (:mod:`cwmtui.evaluation.triage`); a program opened in the
 debugger fills its row from its session. Below the table, the highlighted record: its expected
 and predicted output, its status, the root-cause note a results file may carry, and where the
-model first went wrong. ``f`` narrows the list to one class, ``/`` searches it (``n``, ``N``).
+model first went wrong, and for a run with ``--recovery`` what the interventions there did.
+``f`` narrows the list to one class (then to the failures that did or did not recover), ``/``
+searches it (``n``, ``N``).
 A few hundred rows at most, so a stock DataTable holds them.
 """
 
@@ -28,6 +30,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Label, Static
 from textual.worker import get_current_worker
 
+from ..evaluation.recovery_run import OUTCOMES, recovery_lines, recovery_outcome
 from ..terminal import printable
 from ..trace import RolloutStatus
 
@@ -64,6 +67,8 @@ class TriageRow:
     source: str = ""  # where kind came from: "file", "scored" (background), "session" (opened)
     problem: str = ""  # why it could not be scored
     text: str = ""  # the record's text, casefolded, for search
+    recovery: str = ""  # what became of the first divergence under --recovery (recovery_run.OUTCOMES)
+    recovery_notes: list[tuple[str, str]] = field(default_factory=list)  # (intervention, what followed)
 
     @classmethod
     def from_json(cls, line: int, data: dict) -> "TriageRow":
@@ -110,6 +115,8 @@ class TriageRow:
             given=frozenset(given),
             source="file" if "kind" in given else "",
             text="\n".join(str(v) for v in data.values() if isinstance(v, (str, int, float))).casefold(),
+            recovery=recovery_outcome(data),
+            recovery_notes=recovery_lines(data),
         )
 
     def fill(self, result: dict, source: str) -> None:
@@ -248,7 +255,8 @@ class TriageScreen(Screen):
     TriageScreen #triage-details { height: 7; padding: 0 1; border-top: solid $primary; }
     """
     BINDINGS = [
-        Binding("f", "filter", "Filter", id="triage.filter", tooltip="Show one class at a time"),
+        Binding("f", "filter", "Filter", id="triage.filter",
+                tooltip="Show one class at a time (then, after --recovery, the failures that did or did not recover)"),
         Binding("slash", "search", "Search", id="triage.search", key_display="/"),
         Binding("n", "next_match", "Next", id="triage.next"),
         Binding("N", "previous_match", "Previous", id="triage.previous", show=False),
@@ -269,7 +277,8 @@ class TriageScreen(Screen):
         self.limits = limits
         self.sort_by = "class"
         self.show_all = not any(r.kind for r in rows)  # a plain replay file: everything
-        self.only_class: str | None = None  # f: the class shown, None for all
+        self.only_class: str | None = None  # f: the class (or recovery outcome) shown, None for all
+        self.with_recovery = any(r.recovery for r in rows)  # a run with --recovery: its column
         self.search = ""  # /: what the list was searched for ("" for nothing)
         self.scoring = False  # the scoring worker is at work
         self.to_score = 0  # records it was given
@@ -293,6 +302,8 @@ class TriageScreen(Screen):
         table = self.query_one(DataTable)
         for label, key in COLUMNS:
             table.add_column(label, key=key)
+        if self.with_recovery:
+            table.add_column("recovery", key="recovery")
         self.fill()
         row = self.by_line.get(self.cursor_line) if self.cursor_line is not None else None
         if row is not None and row in self.shown:
@@ -311,19 +322,28 @@ class TriageScreen(Screen):
         output = "—" if row.correct is None else ("right" if row.correct else "wrong")
         status = Text("TRUNCATED" if row.status.strip().lower() == "truncated" else printable(row.status))
         # a DataTable reads a str cell as markup: the record's id, status and entry are data
-        return (Text(printable(row.id)), kind, "str" if row.string_valued else "",
-                "" if row.step is None else str(row.step), status,
-                Text(output, style="red" if row.correct is False else ""), Text(printable(row.entry)))
+        cells = (Text(printable(row.id)), kind, "str" if row.string_valued else "",
+                 "" if row.step is None else str(row.step), status,
+                 Text(output, style="red" if row.correct is False else ""), Text(printable(row.entry)))
+        if self.with_recovery:
+            short = {OUTCOMES[0]: ("line ✓", "green"), OUTCOMES[1]: ("frame ✓", "yellow"), OUTCOMES[2]: ("✗", "red")}
+            text, style = short.get(row.recovery, ("", ""))
+            cells += (Text(text, style=style),)
+        return cells
 
     def visible(self) -> list[TriageRow]:
         rows = [r for r in self.rows if self.show_all or r.failed]
-        if self.only_class is not None:
+        if self.only_class in OUTCOMES:
+            rows = [r for r in rows if r.recovery == self.only_class]
+        elif self.only_class is not None:
             rows = [r for r in rows if r.kind == self.only_class]
         return sorted(rows, key=lambda r: r.sort_key(self.sort_by))
 
     def classes_present(self) -> list[str]:
         present = {r.kind for r in self.rows if r.kind and (self.show_all or r.failed)}
-        return sorted(present, key=lambda k: (CLASS_ORDER.index(k) if k in CLASS_ORDER else len(CLASS_ORDER), k))
+        outcomes = {r.recovery for r in self.rows if r.recovery and (self.show_all or r.failed)}
+        return sorted(present, key=lambda k: (CLASS_ORDER.index(k) if k in CLASS_ORDER else len(CLASS_ORDER), k)) \
+            + [outcome for outcome in OUTCOMES if outcome in outcomes]
 
     def fill(self, keep_top: bool = False) -> None:
         """Lay the table out again: the cursor stays on the record it was on, if still shown
@@ -387,7 +407,9 @@ class TriageScreen(Screen):
             title.append(f" · {printable(self.scoring_problem)}", style="dim")
         title.append("\n")
         what = "all programs" if self.show_all else "failures"
-        if self.only_class is not None:
+        if self.only_class in OUTCOMES:
+            what += f" that {self.only_class}"
+        elif self.only_class is not None:
             what += f" of class {printable(self.only_class or '—')}"
         title.append(f"showing {what} ({len(self.shown)})", style="bold" if self.only_class is not None else "")
         if self.search:
@@ -513,7 +535,8 @@ class TriageScreen(Screen):
         self.refresh_bindings()
 
     def action_filter(self) -> None:
-        """The next class present (in the list's order), then all of them again."""
+        """The next class present (in the list's order), then each outcome of ``--recovery``
+        present ("did not recover" …), then all of them again."""
         choices: list[str | None] = [None, *self.classes_present()]
         index = choices.index(self.only_class) if self.only_class in choices else 0
         self.only_class = choices[(index + 1) % len(choices)]
@@ -622,6 +645,8 @@ def details_lines(row: TriageRow, scoring: bool) -> list[Text]:
     lines.append(line(*status))
     for label, note in row.notes:
         lines.append(line((f"{label}: ", "dim"), (printable(note), "")))
+    for label, note in row.recovery_notes:
+        lines.append(line((f"{label}: ", "dim"), (printable(note), "green" if note.startswith("recovered") else "")))
     if row.explanation:
         lines.append(Text(printable(row.explanation)))  # the last: it wraps into the room left
     return lines

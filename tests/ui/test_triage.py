@@ -505,3 +505,50 @@ async def test_the_palette_over_the_list_offers_no_command_of_the_debugger_out_o
         assert [hit async for hit in provider.search("3")] == []
         debugger_titles = [c.title for c in app.get_system_commands(app.debugger)]
         assert "Next divergence" in debugger_titles
+
+
+def recovery_results(tmp_path):
+    """The results file of a run with --recovery: one failure the real line puts right, one that
+    needs the real frame, one that no intervention brings back, and an exact trace."""
+    path, records = results_file(tmp_path)
+    outcome = {"swaps": None, "strings": (True, True), "nested": (False, False)}
+    for record in records:
+        pair = outcome[record["id"]]
+        if pair is None:
+            record["recovery"] = None
+            continue
+        record["recovery"] = {"step": record["step"], "row": record["step"], "kind": record["class"], "string_valued": False}
+        for condition, recovered in zip(("action", "frame"), pair):
+            record["recovery"][condition] = {
+                "recovered": recovered,
+                "summary": f"recovered at step {record['step'] + 1}, 1 after the intervention" if recovered
+                else f"the state never matches the interpreter again after step {record['step']}",
+            }
+    extra = dict(records[2], id="nested-2")
+    extra["recovery"] = dict(extra["recovery"], frame={"recovered": True, "summary": "recovered at step 5, 2 after the intervention"})
+    records.append(extra)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+async def test_after_a_recovery_run_f_shows_the_failures_that_did_not_recover(tmp_path):
+    app, _ = triage_app(recovery_results(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, TriageScreen))
+        screen = app.screen
+        title = screen.query_one("#triage-title")
+        assert cells(screen, "strings")[-1] == "line ✓" and cells(screen, "nested")[-1] == "✗"
+        assert cells(screen, "nested-2")[-1] == "frame ✓"
+        seen = []
+        for _ in range(len(screen.classes_present())):
+            await pilot.press("f")
+            seen.append((screen.only_class, sorted(r.id for r in screen.shown)))
+        assert seen[-3:] == [("recover with the real line", ["strings"]),
+                             ("recover only with the real frame", ["nested-2"]),
+                             ("did not recover", ["nested"])]
+        assert "showing failures that did not recover (1)" in str(title.render())
+        details = "\n".join(shown_lines(screen.query_one("#triage-details")))
+        assert "real line: the state never matches the interpreter again after step 3" in details
+        assert "real frame: the state never matches" in details
+        await pilot.press("f")
+        assert screen.only_class is None and len(screen.shown) == 3
