@@ -59,13 +59,14 @@ def _legend(axis, size="small", columns=1) -> None:
     axis.legend(fontsize=size, ncol=columns, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
 
 
-#: a condition's colour and line style in every panel (by its label's first word)
-STYLES = {"free-running": ("tab:cyan", "-"), "unconstrained": ("tab:blue", "-."), "constrained": ("tab:orange", ":"),
-          "teacher-forced": ("tab:purple", "--")}
-
-
 def _style(label: str) -> tuple[str, str]:
-    return STYLES.get(label.split(",")[0], ("grey", "-"))
+    """A condition's colour (by its decoding: constrained orange, teacher-forced purple, else
+    cyan) and line style (the free-running condition solid, teacher-forced dashed, the other
+    decoding beside it dotted), the same in every panel."""
+    decoding = label.split(", ")[-1]
+    colour = "tab:purple" if "teacher" in label else "tab:orange" if decoding == "constrained" else "tab:cyan"
+    style = "-" if label.startswith("free-running") else "--" if "teacher" in label else ":"
+    return colour, style
 
 
 def _summary_panel(axis, report: dict) -> None:

@@ -252,7 +252,8 @@ def decoding_section(m: dict) -> list[str]:
     if not c:
         return lines
     n = c["programs"]
-    lines += [f"The first {n} CRUXEval programs (`{c['command']}`, greedy; 95% Wilson intervals):", "",
+    which = f"All {n}" if n == 800 else f"The first {n}"  # (CRUXEval has 800)
+    lines += [f"{which} CRUXEval programs (`{c['command']}`, greedy; 95% Wilson intervals; docs/evaluation.md has the tables):", "",
               "| decoding | well-formed traces | output accuracy | first divergence by kind | first divergence at step |",
               "|---|---|---|---|---|"]
     for mode in ("constrained", "free"):

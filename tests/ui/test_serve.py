@@ -208,7 +208,7 @@ def test_another_address_without_a_sandbox_is_refused_unless_asked(monkeypatch, 
     [
         (["serve", "missing.py"], "missing.py: no such file"),
         (["serve", str(SAMPLES / "strings.py"), "--theme", "neon"], "no theme named 'neon'"),
-        (["serve", str(SAMPLES / "strings.py"), "--demo", "/no/such.toml"], "--demo /no/such.toml: no such demo script"),
+        (["serve", str(SAMPLES / "strings.py"), "--demo", "/no/such.toml"], "--demo /no/such.toml: no such file"),
         (["serve"], "no program"),
     ],
 )
