@@ -422,8 +422,11 @@ def test_samples_give_pass_at_k_and_each_samples_first_divergence_and_replay_to_
     assert (sampled["programs"], sampled["samples"], list(sampled["pass_at_k"])) == (2, 3, ["1", "2", "3"])
     assert sum(sampled["first_divergence_kinds"].values()) == 6
     # the file's samples are scored again without a model, to the same pass@k
-    again = run_json(capsys, str(programs), "--replay", str(results), "--samples", "3")
+    again = run_json(capsys, str(programs), "--replay", str(results), "--samples", "3", "--seed", "99",
+                     "--out", str(tmp_path / "again.jsonl"))
     assert again["samples"] == sampled
+    rescored = [json.loads(line) for line in (tmp_path / "again.jsonl").read_text().splitlines()]
+    assert [s["seed"] for s in rescored[0]["samples"]] == [7, 8, 9]  # (review: sample 0 took --seed 99)
 
 
 def test_conditions_run_the_constrained_decoding_beside_the_free_one_and_name_each(capsys, tmp_path, programs, monkeypatch):
@@ -460,3 +463,28 @@ def test_bad_conditions_are_one_line(capsys, programs, argv, message):
     assert main(["eval", str(programs), *argv]) == 2
     error = capsys.readouterr().err.strip()
     assert message in error and error.count("\n") == 0
+
+
+def test_interventions_on_recorded_generations_decode_as_the_file_was_run(capsys, tmp_path, programs):
+    """Review: they took this command's options (the bundled model's default, constrained, and
+    an 8,192-token budget) however the file was run."""
+    free = tmp_path / "free.jsonl"
+    direct = run_json(capsys, str(programs), "--free", "--token-budget", "600", "--recovery", "--out", str(free))
+    replayed = tmp_path / "replayed.jsonl"
+    assert main(["eval", str(programs), "--replay", str(free), "--recovery", "--model", "bundled", "--json",
+                 "--out", str(replayed)]) == 0
+    out, err = capsys.readouterr()
+    assert "the interventions decode as" in err and "token budget 600" in err and "without the frame grammar" in err
+    assert json.loads(out)["recovery"] == direct["recovery"]
+    records = [json.loads(line) for line in replayed.read_text().splitlines()]
+    assert all(r["config"]["decoding"]["constrain"] is False and r["config"]["budgets"]["token_budget"] == 600 for r in records)
+
+
+def test_a_file_of_an_earlier_version_goes_on_where_an_option_it_did_not_know_is_left_off():
+    from cwmtui.evaluation.run_config import difference
+
+    earlier = {"decoding": {"temperature": 0.0, "seed": 0}, "teacher_force": False}
+    assert difference(earlier, {"decoding": {"temperature": 0.0, "seed": 0, "constrain": False},
+                                "teacher_force": False, "recovery": False, "samples": None}) is None
+    assert "decoding" in difference(earlier, {"decoding": {"temperature": 0.0, "seed": 0, "constrain": True},
+                                              "teacher_force": False})

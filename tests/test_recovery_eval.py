@@ -55,12 +55,13 @@ def test_a_lost_state_does_not_recover_under_either_intervention(truth):
     record = run(truth, {k: lost for k in range(3, len(frames))})
     recovery = record["recovery"]
     assert (recovery["step"], recovery["kind"]) == (3, "state")
-    for condition in ("action", "frame"):
-        result = recovery[condition]
-        assert not result["recovered"] and result["steps_to_recover"] is None and result["held_for"] == 0
-        assert not result["output"]["correct"]
-        assert result["next_divergence"]["kind"] == "state"
-        assert "never matches the interpreter again" in result["summary"]
+    # the model's line at step 3 was right: forcing it would rewrite the same wrong state
+    assert recovery["action"] == {"skipped": "the model's line there was right: forcing it changes nothing"}
+    result = recovery["frame"]
+    assert not result["recovered"] and result["steps_to_recover"] is None and result["held_for"] == 0
+    assert not result["output"]["correct"]
+    assert result["next_divergence"]["kind"] == "state"
+    assert "never matches the interpreter again" in result["summary"]
 
 
 def test_a_trace_that_agrees_has_nothing_to_recover(truth):
@@ -89,8 +90,10 @@ def test_the_report_counts_recovery_per_class_with_intervals(truth):
     assert action["action"]["count"] == 2 and action["action"]["recovered"] == wilson(2, 2).to_json()
     assert action["action"]["steps_to_recover"] == {"median": 1, "mean": 1.0}
     assert action["action"]["held_for"]["mean"] == len(frames) - 4
-    assert action["state"]["recovered"] == wilson(0, 1).to_json()
-    assert action["all"]["recovered"] == wilson(2, 3).to_json()
+    assert "state" not in action  # its line was right: not forced
+    assert report["not_run"] == {"action": {"the model's line there was right: forcing it changes nothing": 1}}
+    assert report["conditions"]["frame"]["state"]["recovered"] == wilson(0, 1).to_json()
+    assert action["all"]["recovered"] == wilson(2, 2).to_json()
     assert "string-valued" not in action  # no string-valued divergence here
     # output accuracy with each first divergence put right: the oracle's slips found their way
     # back by themselves (3/4 as run), the lost state stays lost (3/4 with the real line)
@@ -120,3 +123,23 @@ def test_recorded_generations_get_their_interventions_from_a_live_model(truth, t
     record = evaluate_case(recorded, "test", truth, BatchOptions(recovery=True))
     assert record["generation"] == free["generation"]  # the recorded free-running generation, reused
     assert record["recovery"]["action"]["recovered"] and record["recovery"]["frame"]["recovered"]
+
+
+def test_a_program_cancelled_in_a_condition_run_beside_is_not_written(truth):
+    """Review: a cancel during the teacher-forced (or other-decoding) condition left a record
+    with that condition cancelled, which a resume then took as done."""
+    from cwmtui.evaluation.batch import BatchRun
+    from cwmtui.evaluation.suite import Suite
+
+    frames = truth.trace.frames
+    written = []
+
+    class CancelsInTheSecondCondition(OracleBackend):
+        def complete(self, *args, **kwargs):
+            if self.calls > len(frames):  # the free-running rollout is done: cancel during the next
+                batch.cancel.set()
+            return super().complete(*args, **kwargs)
+
+    backend = CancelsInTheSecondCondition(truth.case.program, frames)
+    batch = BatchRun(Suite("test", [truth.case]), lambda: backend, BatchOptions(teacher_force=True), written.append)
+    assert batch.run([truth]) == [] and written == []

@@ -57,12 +57,13 @@ def test_pass_at_k_of_a_run_averages_the_unbiased_estimates_over_programs():
     from cwmtui.analysis.report import aggregate
 
     def record(correct: list[bool], kinds: list[str | None]) -> dict:
-        samples = [{"output": {"correct": c}, "first_divergence": {"kind": k, "step": 2} if k else None}
+        samples = [{"output": {"correct": c}, "first_divergence": {"kind": k, "step": 2} if k in ("state", "action") else None,
+                    "class": k if k in ("state", "action", "unclassified") else "agree"}
                    for c, k in zip(correct, kinds)]
         return {"output": {"correct": correct[0]}, "frames": {"truth": 3, "model": 3, "action_matches": 3,
                 "state_matches": 3}, "samples": samples, "status": "ended"}
 
-    records = [record([True, False, True, False], [None, "state", None, "action"]),
+    records = [record([True, False, True, False], [None, "state", "unclassified", "action"]),
                record([False] * 4, ["action"] * 4)]
     sampled = aggregate(records)["samples"]
     assert (sampled["programs"], sampled["samples"]) == (2, 4)
@@ -74,5 +75,6 @@ def test_pass_at_k_of_a_run_averages_the_unbiased_estimates_over_programs():
     # the normal interval of the mean over the two programs: 0.25 ± 1.96 · stdev([0.5, 0]) / √2
     low, high = sampled["pass_at_k"]["1"]["ci95"]
     assert (low, high) == (0.0, pytest.approx(0.25 + 1.959963984540054 * 0.3535533905932738 / 2 ** 0.5))
-    assert sampled["first_divergence_kinds"] == {"action": 5, "agree": 2, "state": 1}
+    # (review: a sample cut off with every frame right is "unclassified", not "agree")
+    assert sampled["first_divergence_kinds"] == {"action": 5, "agree": 1, "state": 1, "unclassified": 1}
     assert sampled["programs_right_at_least_once"] == 1

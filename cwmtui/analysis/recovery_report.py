@@ -44,11 +44,15 @@ def recovery_report(records: list[dict]) -> dict | None:
         for condition in RECOVERY_CONDITIONS
     }
     differences["frame - action"] = difference(accuracy["frame"], accuracy["action"]).to_json()
+    not_run = {condition: dict(Counter(d[condition]["skipped"] for d in tried
+                                       if isinstance(d.get(condition), dict) and "skipped" in d[condition]).most_common())
+               for condition in RECOVERY_CONDITIONS}
     return {
         "programs": len(runs),
         "diverged": len(diverged),
         "intervened": len(tried),
         "skipped": dict(skipped.most_common()),
+        "not_run": {condition: reasons for condition, reasons in not_run.items() if reasons},
         "classes": kinds + [STRING_VALUED, ALL],
         "conditions": conditions,
         "output_accuracy": {name: proportion.to_json() for name, proportion in accuracy.items()},

@@ -28,7 +28,8 @@ def sampling_report(records: list[dict]) -> dict | None:
     for k in sorted({k for k in KS if k <= n} | {n}):
         estimates = [pass_at_k(len(s), sum(1 for x in s if (x.get("output") or {}).get("correct")), k) for s in sampled]
         table[str(k)] = mean_interval(estimates)
-    kinds = Counter((x.get("first_divergence") or {}).get("kind") or "agree" for s in sampled for x in s)
+    kinds = Counter((x.get("first_divergence") or {}).get("kind") or x.get("class") or "unclassified"
+                    for s in sampled for x in s)
     steps = [x["first_divergence"]["step"] for s in sampled for x in s if x.get("first_divergence")]
     return {
         "programs": len(sampled),

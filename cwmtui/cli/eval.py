@@ -142,6 +142,9 @@ def run_suite(args) -> int:
                 warn(recorded.live.warning)
         except ModelError as exc:
             raise UsageError(str(exc)) from None
+        if recorded.live is not None:  # the interventions go on from the recorded generations as their run did
+            rollout, said = _as_recorded(rollout, recorded)
+            warn(said)
         missing = [c.id for c in suite.cases if not recorded.has(c.id, args.teacher_force, args.recovery, args.samples, beside)]
         for ident in missing[:5]:
             warn(f"cwmtui eval: skipped {ident}: no {_not_recorded(recorded, ident, args, beside)} for it in {args.replay}")
@@ -292,6 +295,27 @@ def run_suite(args) -> int:
         raise UsageError(f"{args.suite}: no program could be evaluated")
     show(report_of(records), args)
     return 1 if failed else 0
+
+
+def _as_recorded(rollout, recorded) -> tuple:
+    """The rollout options of the run that wrote a replay file (its records' ``config``: budgets,
+    decoding, the frame grammar), for interventions that go on from its generations; and a line
+    that says so (or that the file does not say, so the command's own options apply)."""
+    from dataclasses import replace
+
+    config = next((r["config"] for r in recorded.records.values() if isinstance(r.get("config"), dict)), None)
+    if config is None:
+        return rollout, (f"cwmtui eval: {recorded.path} does not say how it was run: the interventions decode "
+                         "with this command's options")
+    budgets, decoding = config.get("budgets") or {}, config.get("decoding") or {}
+    changes = {key: budgets[key] for key in ("token_budget", "frame_tokens", "max_frames") if isinstance(budgets.get(key), int)}
+    changes.update({key: decoding[key] for key in ("temperature", "top_p", "seed") if isinstance(decoding.get(key), (int, float))})
+    constrain = decoding.get("constrain")
+    changes["constrain"] = constrain if isinstance(constrain, bool) else False  # (before the grammar: free)
+    rollout = replace(rollout, **changes)
+    return rollout, (f"cwmtui eval: the interventions decode as {recorded.path} was run: token budget "
+                     f"{rollout.token_budget}, frame tokens {rollout.frame_tokens}, "
+                     f"{'constrained' if rollout.constrain else 'without the frame grammar'}, temperature {rollout.temperature:g}")
 
 
 def _not_recorded(recorded, ident: str, args, beside: str | None) -> str:

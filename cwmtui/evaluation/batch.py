@@ -150,7 +150,8 @@ def evaluate_case(backend, suite: str, truth: Truth, options: BatchOptions, canc
         assert isinstance(rollout_options, RolloutOptions)
         began = time.perf_counter()
         recorded = backend.records.get(truth.case.id, {}).get("samples") if isinstance(backend, RecordedGenerations) else None
-        record["samples"] = [sample_summary(free, rollout_options.seed),
+        first_seed = recorded[0].get("seed", rollout_options.seed) if recorded and isinstance(recorded[0], dict) else rollout_options.seed
+        record["samples"] = [sample_summary(free, first_seed),
                              *more_samples(backend, truth, rollout_options, options.samples, cancel, recorded)]
         record["timings"]["samples_s"] = round(time.perf_counter() - began, 4)
     if options.recovery:
@@ -319,20 +320,24 @@ class BatchRun:
         results: dict[int, dict] = {}
         workers = max(1, min(self.options.concurrency, len(truths)))
         backends = [self.open_backend() for _ in range(workers)]
+        # each worker's own "finished" (Python 3.11's Thread.join returns at once once a join was
+        # interrupted by Ctrl-C: the workers would still be writing while --out is closed)
+        finished = [threading.Event() for _ in backends]
         threads = [
-            threading.Thread(target=self._work, args=(backend, work, results), daemon=True, name=f"eval-{i}")
-            for i, backend in enumerate(backends)
+            threading.Thread(target=self._worker, args=(backend, work, results, done), daemon=True, name=f"eval-{i}")
+            for i, (backend, done) in enumerate(zip(backends, finished))
         ]
         try:
             for thread in threads:
                 thread.start()
-            for thread in threads:
-                while thread.is_alive():
-                    thread.join(0.2)
+            for done in finished:
+                while not done.wait(0.2):
+                    pass
         except KeyboardInterrupt:
             self.cancel.set()
-            for thread in threads:
-                thread.join()
+            for thread, done in zip(threads, finished):
+                if thread.ident is not None:
+                    done.wait()
             raise
         finally:
             for backend in backends:
@@ -340,6 +345,12 @@ class BatchRun:
                 if close is not None:
                     close()
         return [results[i] for i in sorted(results)]
+
+    def _worker(self, backend, work: queue.Queue, results: dict, done: threading.Event) -> None:
+        try:
+            self._work(backend, work, results)
+        finally:
+            done.set()
 
     def _work(self, backend, work: queue.Queue, results: dict) -> None:
         while not self.cancel.is_set():
@@ -358,7 +369,7 @@ class BatchRun:
                 if record is None:
                     return
             else:
-                if self.cancel.is_set() and record.get("status") == "cancelled":
+                if self.cancel.is_set():  # a condition of it may have been cancelled: it runs again on resume
                     return
                 with self._lock:
                     self._failures_in_a_row = 0

@@ -45,8 +45,12 @@ def recover(model, truth, free_rollout, options, limits=None, recorded: dict | N
     if step == 0:
         return {**head, "skipped": "the generation holds no frame: there is nothing to go on from"}
     result: dict = dict(head)
+    line_was_right = _line_was_right(main.frames, truth.trace.frames, step)
     for condition in CONDITIONS:
         branch: Branch | None
+        if condition == "action" and line_was_right:
+            result[condition] = {"skipped": LINE_WAS_RIGHT}
+            continue
         if model is not None:
             try:
                 branch = (session.override_with_truth(main, step, cancel=cancel) if condition == "action"
@@ -63,6 +67,22 @@ def recover(model, truth, free_rollout, options, limits=None, recorded: dict | N
                 continue
         result[condition] = condition_result(truth, branch)
     return result
+
+
+#: why the real line is not forced where the model's own line was right (a state or value
+#: divergence): the model writes a step's state before its line, so the branch would write the
+#: same wrong state again (under greedy decoding, the same trace byte for byte)
+LINE_WAS_RIGHT = "the model's line there was right: forcing it changes nothing"
+
+
+def _line_was_right(frames, truth, step: int) -> bool:
+    """The model's frame at ``step`` has the interpreter's event and source line."""
+    from ..trace.tokens import strip_marker
+
+    if step >= len(frames) or step >= len(truth):
+        return False
+    mine, real = frames[step], truth[step]
+    return not mine.is_error and mine.event is real.event and strip_marker(mine.action or "") == strip_marker(real.action or "")
 
 
 def condition_result(truth, branch) -> dict:

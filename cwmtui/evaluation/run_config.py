@@ -60,6 +60,7 @@ def run_config(args, suite, rollout, backend) -> dict:
 def _constrained(rollout, backend) -> bool | None:
     """Whether the free-running condition decodes under the frame grammar: as asked, else the
     model's default (None for a replay: it reproduces what was recorded)."""
+    backend = getattr(backend, "live", None) or backend  # a replay's model for --recovery
     if not getattr(backend, "can_generate", True):
         return None
     if rollout.constrain is not None:
@@ -78,11 +79,22 @@ def difference(earlier: dict, now: dict) -> str | None:
     for key in sorted(set(earlier) | set(now)):
         if key in NOT_COMPARED:
             continue
-        if key not in earlier and not now.get(key):
-            continue  # an option an earlier version did not record, left off now
-        if earlier.get(key) != now.get(key):
+        if not _same(earlier.get(key, _ABSENT), now.get(key)):
             return f"{key}: {earlier.get(key)!r} in the file, {now.get(key)!r} now"
     return None
+
+
+_ABSENT = object()
+
+
+def _same(earlier, now) -> bool:
+    """Equal, where an option an earlier version did not record (at any depth) counts as left
+    off: absent in the file and None or False now."""
+    if earlier is _ABSENT:
+        return now is None or now is False
+    if isinstance(earlier, dict) and isinstance(now, dict):
+        return all(_same(earlier.get(key, _ABSENT), now.get(key)) for key in set(earlier) | set(now))
+    return bool(earlier == now)
 
 
 def earlier_records(path: str, config: dict) -> list[dict]:

@@ -268,7 +268,7 @@ def recovery_table(report: dict) -> Table:
     table = Table(title=f"recovery at the first divergence ({recovery['intervened']} of {recovery['diverged']} "
                         "diverged programs)", title_justify="left")
     table.add_column("first divergence")
-    table.add_column("n", justify="right")
+    table.add_column("n (line/frame)", justify="right")
     for condition in RECOVERY_LABELS:
         table.add_column(f"{RECOVERY_COLUMNS[condition]}: again", justify="right", no_wrap=True)
         table.add_column("steps", justify="right")
@@ -280,8 +280,9 @@ def recovery_table(report: dict) -> Table:
             continue
         if name == "all":
             table.add_section()
+        counts = [(c or {}).get("count", 0) for c in cells]
         row: list[str | Text] = [Text(name, style="bold" if name == "all" else "italic" if name == "string-valued" else ""),
-                                 str(max((c or {}).get("count", 0) for c in cells))]
+                                 "/".join(str(n) for n in counts) if len(set(counts)) > 1 else str(counts[0])]
         for cell in cells:
             if cell is None:
                 row += ["–", "", ""]
@@ -296,6 +297,9 @@ def recovery_table(report: dict) -> Table:
                  "from the intervention to that; held: mean steps it then agreed for")
     for reason, count in recovery.get("skipped", {}).items():
         lines.append(f"not intervened on: {count} ({reason})")
+    for condition, reasons in recovery.get("not_run", {}).items():
+        for reason, count in reasons.items():
+            lines.append(f"{RECOVERY_COLUMNS[condition]} not forced: {count} ({reason})")
     table.caption = "\n".join(lines)
     table.caption_justify = "left"
     return table

@@ -253,6 +253,7 @@ class TriageScreen(Screen):
     TriageScreen #triage-search-bar Label { width: auto; padding: 0 0 0 1; color: $primary; text-style: bold; }
     TriageScreen #triage-search { height: 1; border: none; padding: 0 1; width: 1fr; }
     TriageScreen #triage-details { height: 7; padding: 0 1; border-top: solid $primary; }
+    TriageScreen #triage-details.with-recovery { height: 9; }
     """
     BINDINGS = [
         Binding("f", "filter", "Filter", id="triage.filter",
@@ -295,7 +296,7 @@ class TriageScreen(Screen):
         with Horizontal(id="triage-search-bar"):
             yield Label("search:")
             yield Input(placeholder="an id, an entry, any text of the record; enter finds, esc closes", id="triage-search")
-        yield Static("", id="triage-details", markup=False)
+        yield Static("", id="triage-details", markup=False, classes="with-recovery" if self.with_recovery else "")
         yield Footer(show_command_palette=False)  # its commands are the debugger's
 
     def on_mount(self) -> None:

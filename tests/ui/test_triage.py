@@ -524,6 +524,7 @@ def recovery_results(tmp_path):
                 "summary": f"recovered at step {record['step'] + 1}, 1 after the intervention" if recovered
                 else f"the state never matches the interpreter again after step {record['step']}",
             }
+    records[2]["first_divergence"] = {"step": 3, "kind": "action", "explanation": "At step 3 the interpreter runs the loop again."}
     extra = dict(records[2], id="nested-2")
     extra["recovery"] = dict(extra["recovery"], frame={"recovered": True, "summary": "recovered at step 5, 2 after the intervention"})
     records.append(extra)
@@ -550,5 +551,6 @@ async def test_after_a_recovery_run_f_shows_the_failures_that_did_not_recover(tm
         details = "\n".join(shown_lines(screen.query_one("#triage-details")))
         assert "real line: the state never matches the interpreter again after step 3" in details
         assert "real frame: the state never matches" in details
+        assert "At step 3 the interpreter runs the loop again." in details  # (review: it was cut off)
         await pilot.press("f")
         assert screen.only_class is None and len(screen.shown) == 3
