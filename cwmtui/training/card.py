@@ -6,11 +6,11 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
 
+from ..analysis.stats import wilson
 from ..interpreter import Interpreter
 from ..suites import families, s5, zoo
 from .data import MIX, mix_text
@@ -35,10 +35,9 @@ def pct_interval(share: float, n: int) -> str:
     moves by 10-20 points from sample to sample, which matters next to a threshold."""
     if not n:
         return pct(share)
-    z = 1.96
-    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return f"{pct(share)} ({100 * max(0.0, centre - half):.0f}-{100 * min(1.0, centre + half):.0f})"
+    interval = wilson(round(share * n), n)
+    digits = 1 if n >= 200 else 0  # (a large sample's interval is narrower than a point)
+    return f"{pct(share)} ({100 * interval.low:.{digits}f}-{100 * interval.high:.{digits}f})"
 
 
 def byte_pct(row: dict, key: str) -> str:
