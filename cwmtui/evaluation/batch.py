@@ -171,7 +171,7 @@ def beside_summary(backend, truth: Truth, rollout_options, decoding: str, cancel
     from ..model.rollout import Rollout
 
     if isinstance(backend, RecordedGenerations):
-        rollout = replayed_rollout(truth.case, backend.records[truth.case.id][decoding])
+        rollout = replayed_rollout(truth.case.program, backend.records[truth.case.id][decoding])
     else:
         rollout = Rollout(backend, truth.case.program, truth.trace.frames[0],
                           replace(rollout_options, constrain=decoding == "constrained"))
@@ -282,7 +282,7 @@ class RecordedGenerations:
 
     @staticmethod
     def _replay(case: Case, data: dict):
-        return replayed_rollout(case, data)
+        return replayed_rollout(case.program, data)
 
     def close(self) -> None:
         if self.live is not None:

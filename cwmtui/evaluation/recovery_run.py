@@ -61,7 +61,7 @@ def recover(model, truth, free_rollout, options, limits=None, recorded: dict | N
             if branch.status is RolloutStatus.CANCELLED:
                 raise RecoveryCancelled(truth.case.id)
         else:
-            branch = _replayed(session, truth, (recorded or {}).get(condition))
+            branch = replayed_branch(session, (recorded or {}).get(condition))
             if branch is None:
                 result[condition] = {"skipped": "no recorded generation for this intervention"}
                 continue
@@ -112,7 +112,16 @@ def condition_result(truth, branch) -> dict:
     }
 
 
-def _replayed(session: DebugSession, truth, recorded) -> Branch | None:
+def recorded_branches(session: DebugSession, recovery) -> list[Branch]:
+    """The interventions a results record's ``recovery`` holds, replayed as branches of
+    ``session`` (whose main is the record's own rollout): what the debugger shows of them."""
+    if not isinstance(recovery, dict):
+        return []
+    found = (replayed_branch(session, recovery.get(condition)) for condition in CONDITIONS)
+    return [branch for branch in found if branch is not None]
+
+
+def replayed_branch(session: DebugSession, recorded) -> Branch | None:
     """The branch an earlier run recorded for one intervention, replayed and scored again."""
     from .replayed import replayed_rollout
 
@@ -122,14 +131,9 @@ def _replayed(session: DebugSession, truth, recorded) -> Branch | None:
         intervention = Intervention.from_json(recorded.get("intervention"))
     except (TypeError, ValueError):
         return None
-    rollout = replayed_rollout(truth.case, recorded)
+    rollout = replayed_rollout(session.program, recorded)
     return session.adopt(rollout, name=f"main/{intervention.step}", parent="main", at_step=intervention.step,
                          intervention=intervention)
-
-
-def recorded_recovery(record: dict) -> bool:
-    """An earlier record says what recovery did (or that there was none to do)."""
-    return "recovery" in record
 
 
 #: what became of a program's first divergence under ``--recovery``, as the triage list filters

@@ -45,7 +45,7 @@ def more_samples(backend, truth, rollout_options, count: int, cancel=None, recor
         if recorded is not None:
             if index >= len(recorded) or not isinstance(recorded[index], dict):
                 break
-            rollout = replayed_rollout(truth.case, recorded[index])
+            rollout = replayed_rollout(truth.case.program, recorded[index])
             seed = recorded[index].get("seed", seed)
         else:
             rollout = Rollout(backend, truth.case.program, truth.trace.frames[0], replace(rollout_options, seed=seed))

@@ -337,10 +337,11 @@ class DebugSession:
               intervention: Intervention | None = None) -> Branch:
         """A finished rollout run elsewhere (a batch run's, or a recorded generation replayed) as a
         branch of this session, compared with the truth; ``main`` takes the place of the main one."""
-        live = getattr(getattr(rollout, "backend", None), "can_generate", True)
+        settings = self._settings_now()
+        if settings is not None and not getattr(getattr(rollout, "backend", None), "can_generate", True):
+            settings.update(token_budget=None, frame_tokens=None, max_frames=None)  # a replay: no limits
         branch = Branch(self._unique(name) if name != "main" else name, parent=parent, at_step=at_step,
-                        intervention=intervention, rollout=rollout,
-                        settings=self._settings_now() if live else None,
+                        intervention=intervention, rollout=rollout, settings=settings,
                         token_limit=self._token_limit(rollout))
         with self._lock:
             if name == "main":

@@ -155,7 +155,8 @@ class ReplayTriage:
         self.opened = row
         record = backend.record
         live = LiveSession(record.program, lambda progress: backend, self.options, self.limits,
-                           origin=f"replay {os.path.basename(self.path)}#{record.id}")
+                           origin=f"replay {os.path.basename(self.path)}#{record.id}",
+                           recorded=self.objects[row.line].get("recovery"))  # (its interventions, --recovery)
         live.start(self.app)
 
     def branch_finished(self, view, branch) -> None:

@@ -42,8 +42,9 @@ class LiveSession:
     """Drives a :class:`~cwmtui.session.DebugSession` for the app (see the module docstring)."""
 
     def __init__(self, program: Program, open_model: ModelOpener | None, options=None,
-                 limits: Limits | None = None, origin: str = "live") -> None:
+                 limits: Limits | None = None, origin: str = "live", recorded: dict | None = None) -> None:
         self.program = program
+        self.recorded = recorded  # a results record's recorded interventions (--recovery): shown as branches
         self.open_model = open_model
         self.options = options
         self.limits = limits or Limits()
@@ -164,7 +165,7 @@ class LiveSession:
         return (f"{name}: model writing step {written - 1} ({_bar(written, total)} of the "
                 f"interpreter's {total}) · esc cancels")
 
-    def _finished(self, branch) -> None:
+    def _finished(self, branch, select: bool = True) -> None:
         key = id(branch)
         with self._lock:
             self._next_update.pop(key, None)
@@ -176,7 +177,7 @@ class LiveSession:
         if view is None:
             view = BranchView(self.session.truth, state, running=True)
             self._views[key] = view
-            self._post(BranchStarted(view))
+            self._post(BranchStarted(view, select=select))
         self._post(BranchFinished(view, state))
 
     # -- jobs ---------------------------------------------------------------------------------
@@ -210,6 +211,11 @@ class LiveSession:
         self._post(Activity("model writing… · esc cancels"))
         branch = session.run_main(on_frame=self._on_frame, cancel=cancel)
         self._finished(branch)
+        if self.recorded and not cancel.is_set():
+            from ..evaluation.recovery_run import recorded_branches
+
+            for grown in recorded_branches(session, self.recorded):
+                self._finished(grown, select=False)  # main stays on screen; [ and ] show them
 
     def _resume(self, cancel: threading.Event) -> None:
         """A session read back from a file, on screen already: open the model to grow it."""

@@ -554,3 +554,37 @@ async def test_after_a_recovery_run_f_shows_the_failures_that_did_not_recover(tm
         assert "At step 3 the interpreter runs the loop again." in details  # (review: it was cut off)
         await pilot.press("f")
         assert screen.only_class is None and len(screen.shown) == 3
+
+
+async def test_a_program_of_a_recovery_run_opens_with_its_recorded_interventions_as_branches(tmp_path):
+    """#25: a results record keeps what the interventions at its first divergence did; opening
+    it from the list shows them as branches of the debugger, replayed and scored again."""
+    from cwmtui.evaluation.batch import BatchOptions, evaluate_case, trace_suite
+    from cwmtui.evaluation.suite import Case
+    from cwmtui.interpreter import program_from_source
+
+    from ..world_models import OracleBackend, wrong_line
+
+    source = "def f(n):\n    total = 0\n    for i in range(n):\n        total += i\n    return total\n"
+    case = Case("loop", program_from_source(source, "loop.py", call="f(3)"))
+    [truth] = trace_suite([case], workers=1)
+    frames = truth.trace.frames
+    oracle = OracleBackend(case.program, frames, {3: wrong_line(frames[-1].action)})
+    record = evaluate_case(oracle, "test", truth, BatchOptions(recovery=True))
+    path = tmp_path / "recovery.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    app, _ = triage_app(path, open_id="loop")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.view is not None and len(app.view.branches) == 3
+                       and not any(b.running for b in app.view.branches))
+        main, line, frame = app.view.branches
+        assert app.screen.branch is main  # the record's own rollout on screen; [ and ] show the others
+        assert (line.name, line.parent, line.at_step) == ("main/3", "main", 3)
+        assert line.intervention == "action overridden at step 3 with the real line"
+        assert frame.intervention == "the interpreter's whole frame forced at step 3"
+        assert [b.comparison.agrees for b in (line, frame)] == [True, True]  # the slip recovers
+        assert main.comparison.first_divergence.step == 3
+        await pilot.press("]")
+        assert app.screen.branch is line
+        status = app.screen.status_bar.plain
+        assert "branch main/3" in status and "/8,192" not in status  # a replay has no token budget to fill
