@@ -45,8 +45,10 @@ async def test_a_model_stopped_by_its_context_says_so_and_the_meter_counts_to_th
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: main_done(app))
         await pilot.press("G")
-        await pilot.pause()
         screen = app.debugger
+        # (on a loaded machine the timelines take more than one pause to show their last rows)
+        await wait_for(pilot, lambda: any(row.startswith("■") for row in rows(screen.truth_timeline))
+                       and any(row.startswith("■") for row in rows(screen.model_timeline)))
         branch = app.view.branches[0]
         model_rows, truth_rows = rows(screen.model_timeline), rows(screen.truth_timeline)
         # the row after the last says how each side ended, in its own words
@@ -342,8 +344,8 @@ async def test_keys_typed_after_a_dialogs_enter_go_back_to_the_steps(interpreter
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         burst(app, ":", "1", "2", "\r", "j", "j")  # (review: they went into the field: "12jj")
-        await pilot.pause(0.5)
-        assert app.screen is app.debugger and app.debugger.step == 14
+        # (a loaded machine takes longer than half a second to go through six keys)
+        await wait_for(pilot, lambda: app.screen is app.debugger and app.debugger.step == 14, timeout=10)
 
 
 async def test_esc_cancels_the_override_that_replaced_a_cancelled_rollout(strings):
