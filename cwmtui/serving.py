@@ -4,9 +4,12 @@ model) and relays its terminal to the page, with what keeps it to the people it 
 
 - the command line is made of quoted words (textual-serve hands it to a shell: a file name
   with a ``;`` in it is a file name);
-- a page of another web site cannot start or drive a debugger (browsers let any page open a
-  websocket to 127.0.0.1): a websocket whose Origin is not this server's is refused, and on a
-  loopback address a request must name the loopback host (no DNS rebinding onto it);
+- only who has the URL it printed can open a debugger: the URL carries a random token (as
+  Jupyter's does), the page and its websocket are refused without it, so neither a page of
+  another web site (browsers let any page open 127.0.0.1, in a frame or a pop-up, and a
+  rebound domain name reaches 0.0.0.0) nor another user of the machine can start one;
+- a websocket whose Origin is not this server's is refused, on a loopback address a request
+  must name the loopback host, and the page may not be framed by another;
 - textual-serve's debug mode (Textual's devtools) is never switched on, and the page's title
   is the program's name, not the command line (which may hold an API key);
 - the page's links follow the address the browser used, so a server bound to 0.0.0.0 works
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import secrets
 import socket
 from typing import Callable
 from urllib.parse import urlsplit
@@ -69,6 +73,8 @@ class DebuggerServer(Server):
     def __init__(self, command: str, *, host: str, port: int, title: str,
                  announce: Callable[[], None] = lambda: None) -> None:
         super().__init__(command, host=host, port=port, title=title)
+        self.token = secrets.token_urlsafe(18)  # in the printed URL: who has it may open a tab
+        self.cookie = f"cwmtui-serve-{port}"  # the page's websocket shows it as a same-site cookie
         self.loopback = is_loopback(host)
         self.announce = announce
         bound = urlsplit(url_of(host, port)).netloc.lower()
@@ -88,6 +94,9 @@ class DebuggerServer(Server):
 
     def refusal(self, request: web.Request) -> str | None:
         """Why a request is refused (None: it is not)."""
+        given = request.query.get("token") or request.cookies.get(self.cookie) or ""
+        if not secrets.compare_digest(given, self.token):
+            return "open the URL cwmtui serve printed: it carries the token that lets a browser in"
         host = (request.host or "").lower()
         if self.loopback and host not in self.loopback_hosts:
             return f"this server answers at {sorted(self.loopback_hosts)[0]} only"
@@ -108,7 +117,14 @@ class DebuggerServer(Server):
             "config": {"static": {"url": f"{base}/static/"}},
             "application": {"name": self.title},
         }
-        return aiohttp_jinja2.render_template("app_index.html", request, context)
+        page = aiohttp_jinja2.render_template("app_index.html", request, context)
+        page.headers["X-Frame-Options"] = "DENY"  # no page of another site frames it (clickjacking)
+        page.headers["Content-Security-Policy"] = "frame-ancestors 'none'"
+        page.headers["Referrer-Policy"] = "no-referrer"  # the token stays off other sites' logs
+        # the page's websocket (whose URL textual-serve's script makes) carries the token as a
+        # cookie that no other site's page sends
+        page.set_cookie(self.cookie, self.token, httponly=True, samesite="Strict", path="/")
+        return page
 
     async def handle_websocket(self, request: web.Request) -> web.StreamResponse:
         why = self.refusal(request)

@@ -558,3 +558,26 @@ sys.exit(main(["diff", sys.argv[1], "--token-budget", "300", "--json"]))
                           text=True, cwd=ROOT, timeout=120)
     assert done.returncode in (0, 1), done.stderr
     assert json.loads(done.stdout)["first_divergence"]["kind"] != "format"
+
+
+ENUM_BODY = """\
+from enum import Enum
+
+
+def f(n):  # << START_OF_TRACE
+    class Color(Enum):
+        RED = 1
+        GREEN = 2
+    return Color(n).name
+"""
+
+
+def test_a_class_whose_metaclass_fills_its_namespace_is_allowed(interpreter):
+    """Review: Enum's __prepare__ puts _generate_next_value_ into the class body's locals, a name
+    the body never writes: the mask refused the true frame, and blamed the model for it."""
+    from cwmtui.interpreter import program_from_source
+
+    program = program_from_source(ENUM_BODY, "enum_body.py", call="f(2)")
+    truth = interpreter.trace(program)
+    assert any("_generate_next_value_" in (frame.locals or {}) for frame in truth.frames)
+    run_truth(byte_tokenizer(), byte_check(byte_tokenizer().special_ids), program, truth)

@@ -105,6 +105,7 @@ def run(args) -> int:
                              "(bubblewrap is missing or cannot make one here); install bubblewrap, or pass "
                              "--no-sandbox to serve them so knowingly")
     words, api_key = tab_words(args.words)
+    os.environ["CWMTUI_SERVED"] = "1"  # (ui.app.SERVED_ENV) each tab's debugger: no export onto this machine
     if api_key is not None:
         os.environ["VLLM_API_KEY"] = api_key  # each tab's debugger reads it there (--api-key's default)
     package_home = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -118,9 +119,10 @@ def run(args) -> int:
 
     def announce() -> None:
         print(f"cwmtui serve: the debugger on {what} at {url} (each browser tab runs its own; "
-              "add ?fontsize=24 for a projector; Ctrl+C stops)", flush=True)
+              "add &fontsize=24 for a projector; Ctrl+C stops)", flush=True)
 
     server = DebuggerServer(command, host=args.host, port=args.port, title=f"cwmtui · {what}", announce=announce)
+    url = f"{url}/?token={server.token}"
     try:
         check_port(args.host, args.port)
         server.serve()

@@ -21,6 +21,7 @@ error, and names that no scope of the program has.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import types
@@ -51,7 +52,7 @@ class FrameGrammar:
     def of_source(cls, source: str) -> "FrameGrammar":
         source_map = SourceMap(source)
         lines = sorted({tokens.strip_marker(source_map.line(n)) for n in source_map.action_lines()})
-        names = None if _WRITES_LOCALS.search(source) else tuple(sorted(_local_names(source)))
+        names = None if _WRITES_LOCALS.search(source) or _prepares_namespace(source) else tuple(sorted(_local_names(source)))
         return cls(tuple(line for line in lines if line.endswith("\n")), names)
 
     # -- Lark, for llguidance (local transformers models) and vLLM's structured output -------
@@ -99,6 +100,19 @@ class FrameConstraint:
     may_end: bool = False
     base: frozenset[str] | None = None
     close_within: bool = False
+
+
+def _prepares_namespace(source: str) -> bool:
+    """A class statement whose namespace its metaclass may fill before the body runs (``Enum``
+    puts ``_generate_next_value_`` there): one with a base other than ``object``, or a keyword
+    (``metaclass=``). Its keys are then any JSON string, as for a program writing its locals."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    return any(isinstance(node, ast.ClassDef) and (node.keywords or any(
+        not (isinstance(base, ast.Name) and base.id == "object") for base in node.bases))
+        for node in ast.walk(tree))
 
 
 def _local_names(source: str) -> set[str]:

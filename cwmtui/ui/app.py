@@ -9,6 +9,7 @@ loading a model, a rollout) runs in workers that post messages; only the handler
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from functools import partial
 from pathlib import Path
@@ -28,6 +29,9 @@ from .messages import BranchFinished, ExportDone
 from .screens import TypeAhead
 from .keymap import load_keymap
 from .themes import DEFAULT_THEME, VARIABLE_DEFAULTS, ThemeError, ThemeFile, load_theme, theme_names
+
+#: set in the environment of the debuggers ``cwmtui serve`` starts, one per browser tab
+SERVED_ENV = "CWMTUI_SERVED"
 
 __all__ = ["BINDINGS", "CwmApp", "DebuggerScreen"]
 
@@ -237,7 +241,16 @@ class CwmApp(App):
             name = f"cwmtui-{stem}-{stamp}-{n}"
         return self.export_dir / f"{name}.json", self.export_dir / f"{name}.svg"
 
+    @property
+    def served(self) -> bool:
+        """A tab of ``cwmtui serve``: its visitor must not write files on the serving machine."""
+        return bool(os.environ.get(SERVED_ENV))
+
     def export_session(self) -> tuple[Path, Path] | None:
+        if self.served:
+            self.notify("export writes files on the machine that serves this page: it is off in cwmtui serve",
+                        severity="warning")
+            return None
         view = self.view
         if view is None or view.engine is None:
             self.notify("nothing to export yet", severity="warning")

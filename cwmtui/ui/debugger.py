@@ -603,6 +603,8 @@ class DebuggerScreen(Screen):
             return demo is not None and not demo.finished
         if action == "triage":
             return True if self.cwm.triage is not None else False  # only for a file of many programs
+        if action == "export" and self.cwm.served:  # a visitor must not write files on the serving machine
+            return False
         if action == "resume":  # a cancelled rollout this session can go on with
             branch = self.branch
             return bool(branch is not None and branch.resumable and self.view is not None and self.view.can_generate)
@@ -718,12 +720,21 @@ class DebuggerScreen(Screen):
                 note += f" · {branch.badge}"
             self.notify(note, timeout=4)
 
+    @property
+    def job_running(self) -> bool:
+        """A job of the model (a rollout, an override, teacher forcing) runs now."""
+        return self._work_cancel is not None
+
     def on_work_done(self, message: WorkDone) -> None:
         if self._work_cancel == message.cancel:
             self._work_cancel = None
+        if self.cwm.demo is not None:  # a demo waiting for the branch of a job that made none goes on
+            self.cwm.demo.job_over()
 
     def on_work_failed(self, message: WorkFailed) -> None:
         self.set_activity("")  # (its WorkDone follows, and forgets its cancel if it is still the one)
+        if self.cwm.demo is not None:
+            self.cwm.demo.job_over(message.message)
         if message.fatal:
             # nothing to show: say why, and leave with exit code 2 when the user closes it
             def leave(_: None) -> None:

@@ -53,6 +53,7 @@ class DemoPlayer:
         self.finished = False
         self.note = ""  # what the player adds to the caption (a claim not borne out, a step skipped)
         self._phase = ""  # override: "dialog" (up, to be chosen from), "branch" (the new branch runs)
+        self._job_over = False  # a job ended since the step began (see job_over)
         self._since = 0.0  # when the phase began
         self._branches = 0  # how many branches there were before the step's action
         self._focused_state = False
@@ -137,6 +138,7 @@ class DemoPlayer:
         self.held = 0.0
         self.note = ""
         self._phase = ""
+        self._job_over = False  # the job the step started is over (whether or not it made a branch)
 
     def _act(self, step: DemoStep, now: float) -> None:
         """The step's action, as its key would do it."""
@@ -173,6 +175,15 @@ class DemoPlayer:
                 self._phase, self._since = "dialog", now
             else:  # the debugger said why in a toast (no live model, the entry step)
                 self.note = "(skipped: no override here)"
+
+    def job_over(self, failure: str = "") -> None:
+        """The debugger's word that a job ended (``failure``: why it failed): an override or
+        teacher forcing that made no branch ends its step, saying so, instead of waiting on."""
+        if self._phase != "branch" or self.done:
+            return
+        self._job_over = True
+        if failure:
+            self.note = f"(the intervention failed: {failure})"
 
     def _show_branch(self, to: str) -> None:
         debugger, view = self.debugger, self.app.view
@@ -219,7 +230,11 @@ class DemoPlayer:
                 self._choose(dialog, step)
             return False
         if self._phase == "branch":
-            return view is not None and len(view.branches) > self._branches and not any(b.running for b in view.branches)
+            grown = view is not None and len(view.branches) > self._branches
+            if self._job_over and not grown and not self.debugger.job_running:  # it failed, or was cancelled first
+                self.note = self.note or "(the intervention made no branch)"
+                return True
+            return grown and not any(b.running for b in view.branches)
         return True
 
     def _choose(self, dialog: OverrideScreen, step: DemoStep) -> None:

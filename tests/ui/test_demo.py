@@ -163,3 +163,31 @@ async def test_the_override_dialog_is_shown_then_the_line_picked(strings):
         await until(pilot, lambda: player.finished)
         child = app.view.branches[-1]
         assert child.name == "main/3" and child.model_at(3).action == program.lines[12]  # line 13
+
+
+class FailingAfterMain(OracleBackend):
+    """The model's server goes away after the main rollout."""
+
+    fail = False
+
+    def complete(self, *args, **kwargs):
+        if self.fail:
+            from cwmtui.model import ModelError
+
+            raise ModelError("the server went away")
+        return super().complete(*args, **kwargs)
+
+
+async def test_an_intervention_that_fails_ends_its_step_and_says_so(strings):
+    """Review: the player waited for a branch that a failed override never made, forever."""
+    program, truth = strings
+    backend = FailingAfterMain(program, truth.frames, mistakes=string_mistakes(truth, persist=False))
+    steps = (DemoStep("wait", "w", 0), DemoStep("first-divergence", "f", 0),
+             DemoStep("override", "o", 0), DemoStep("say", "after", 0))
+    app, player = demo_app(program, backend, DemoScript("t", "", steps))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: player.index == 2 and player.acted)
+        backend.fail = True
+        await until(pilot, lambda: player.index == 2 and player.done, timeout=30)
+        assert "(the intervention failed: " in caption(app) and "the server went away" in caption(app)
+        await until(pilot, lambda: player.finished, timeout=30)

@@ -51,7 +51,10 @@ class Served:
             assert self.process.poll() is None, f"cwmtui serve ended: {self.errors()}"
             assert time.monotonic() - start < 60, "cwmtui serve did not start listening"
             time.sleep(0.1)
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.base = f"http://127.0.0.1:{self.port}"
+        printed = next(line for line in self.lines if line.startswith("cwmtui serve:"))
+        self.url = printed.split(" at ", 1)[1].split(" ", 1)[0]  # with its token
+        self.token = self.url.split("?token=", 1)[1]
 
     def _read(self) -> None:
         for line in self.process.stdout:
@@ -84,16 +87,26 @@ def test_the_debugger_served_to_a_browser_shows_the_source_and_both_timelines(tm
     served = Served(tmp_path, str(SAMPLES / "strings.py"))
     try:
         assert served.lines[0].strip() == (
-            f"cwmtui serve: the debugger on strings.py at {served.url} (each browser tab runs its own; "
-            "add ?fontsize=24 for a projector; Ctrl+C stops)")
+            f"cwmtui serve: the debugger on strings.py at {served.base}/?token={served.token} (each browser tab "
+            "runs its own; add &fontsize=24 for a projector; Ctrl+C stops)")
+        assert len(served.token) >= 24
         # what the page is, and what it refuses
-        page_html = httpx.get(served.url + "/").text
+        page = httpx.get(served.url)
+        page_html = page.text
         assert "cwmtui · strings.py" in page_html and sys.executable not in page_html  # not the command line
         assert f"ws://127.0.0.1:{served.port}/ws" in page_html
-        assert httpx.get(served.url + "/", headers={"Host": f"rebound.example:{served.port}"}).status_code == 403
+        assert page.headers["X-Frame-Options"] == "DENY" and "frame-ancestors 'none'" in page.headers["Content-Security-Policy"]
+        cookie = page.cookies.get(f"cwmtui-serve-{served.port}")
+        assert cookie == served.token and "samesite=strict" in page.headers["set-cookie"].lower()
+        # (review) without the token, neither the page (a frame of another site's page, another
+        # user of the machine) nor a websocket
         handshake = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
-                     "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Origin": "http://elsewhere.example"}
-        refused = httpx.get(served.url + "/ws", headers=handshake)
+                     "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+        for path in ("/", "/?token=guess", "/ws"):
+            refused = httpx.get(served.base + path, headers=handshake if path == "/ws" else {})
+            assert refused.status_code == 403 and "the token" in refused.text, path
+        assert httpx.get(served.url, headers={"Host": f"rebound.example:{served.port}"}).status_code == 403
+        refused = httpx.get(served.base + f"/ws?token={served.token}", headers={**handshake, "Origin": "http://elsewhere.example"})
         assert refused.status_code == 403 and "another site" in refused.text
 
         screen = TerminalScreen()
@@ -112,7 +125,7 @@ def test_the_debugger_served_to_a_browser_shows_the_source_and_both_timelines(tm
             try:
                 page = browser.new_page(viewport={"width": 1500, "height": 900})
                 page.on("websocket", lambda ws: ws.on("framereceived", received))
-                page.goto(served.url + "/")
+                page.goto(served.url)
                 page.wait_for_selector("body.-first-byte", timeout=60_000)  # the app has started drawing
                 page.focus(".xterm-helper-textarea")  # the terminal has the keyboard, as after a click on it
                 start = time.monotonic()
@@ -169,7 +182,7 @@ def test_a_tab_runs_the_debugger_with_the_same_words_quoted(monkeypatch, capsys)
                                             "--demo", "--theme", "light"])
     assert served["title"] == "cwmtui · strings.py" and (served["host"], served["port"]) == ("127.0.0.1", 8123)
     out, err = capsys.readouterr()
-    assert "at http://127.0.0.1:8123" in out and err == ""
+    assert "at http://127.0.0.1:8123/?token=" in out and err == ""
 
 
 def no_serving(monkeypatch) -> None:
@@ -236,3 +249,21 @@ def test_a_port_in_use_is_one_line(capsys):
     err = capsys.readouterr().err
     assert code == 2 and f"cannot listen on 127.0.0.1:{port}: address already in use" in err
     assert err.count("\n") == 1
+
+
+async def test_a_served_tab_writes_no_export_on_the_serving_machine(monkeypatch, tmp_path, interpreter):
+    """Review: x in a browser tab wrote a JSON and an SVG into the server's folder, as often as a
+    visitor pressed it."""
+    from cwmtui.ui.app import SERVED_ENV, CwmApp
+
+    from .sessions import strings_view
+
+    monkeypatch.setenv(SERVED_ENV, "1")
+    app = CwmApp(strings_view(interpreter), export_dir=tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert not app.debugger.check_action("export", ())  # not offered
+        app.export_session()  # (and refused where something asks for it anyway)
+        await pilot.pause()
+        assert list(tmp_path.iterdir()) == []
+        assert any("it is off in cwmtui serve" in str(n.message) for n in app._notifications)
