@@ -105,13 +105,13 @@ def run(args) -> int:
                              "(bubblewrap is missing or cannot make one here); install bubblewrap, or pass "
                              "--no-sandbox to serve them so knowingly")
     words, api_key = tab_words(args.words)
-    os.environ["CWMTUI_SERVED"] = "1"  # (ui.app.SERVED_ENV) each tab's debugger: no export onto this machine
     if api_key is not None:
         os.environ["VLLM_API_KEY"] = api_key  # each tab's debugger reads it there (--api-key's default)
     package_home = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     if os.path.basename(package_home) not in ("site-packages", "dist-packages"):  # a checkout: the tabs import it too
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (package_home, os.environ.get("PYTHONPATH", "")) if p)
-    command = shlex.join([sys.executable, "-m", "cwmtui", *words])
+    # each tab's debugger knows it is served (ui.app.SERVED_ENV: no export onto this machine)
+    command = shlex.join(["env", "CWMTUI_SERVED=1", sys.executable, "-m", "cwmtui", *words])
     url = url_of(args.host, args.port)
 
     if not loopback:

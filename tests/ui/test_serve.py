@@ -178,8 +178,9 @@ def test_a_tab_runs_the_debugger_with_the_same_words_quoted(monkeypatch, capsys)
     monkeypatch.setenv("VLLM_API_KEY", "")
     code = main(["serve", str(SAMPLES / "strings.py"), "--demo", "--theme", "light", "--port", "8123"])
     assert code == 0
-    assert served["command"] == shlex.join([sys.executable, "-m", "cwmtui", str(SAMPLES / "strings.py"),
-                                            "--demo", "--theme", "light"])
+    assert served["command"] == shlex.join(["env", "CWMTUI_SERVED=1", sys.executable, "-m", "cwmtui",
+                                            str(SAMPLES / "strings.py"), "--demo", "--theme", "light"])
+    assert "CWMTUI_SERVED" not in os.environ  # (review: set here, it hid export from every later test)
     assert served["title"] == "cwmtui · strings.py" and (served["host"], served["port"]) == ("127.0.0.1", 8123)
     out, err = capsys.readouterr()
     assert "at http://127.0.0.1:8123/?token=" in out and err == ""
