@@ -21,7 +21,7 @@ from typing import Callable
 
 from ..interpreter import Interpreter, Limits
 from ..trace import Status, Trace
-from .record import condition_summary, error_record, result_record
+from .record import condition_summary, error_record, result_record, rollout_summary
 from .replayed import replayed_rollout
 from .suite import Case, Suite
 
@@ -108,7 +108,6 @@ def evaluate_case(backend, suite: str, truth: Truth, options: BatchOptions, canc
     ``backend`` is a live backend, or :class:`RecordedGenerations` (``--replay FILE``): then the
     recorded generations are scored instead.
     """
-    from ..analysis.compare import compare
     from ..model.rollout import RolloutOptions
 
     rollout_options = options.rollout or RolloutOptions()
@@ -116,8 +115,7 @@ def evaluate_case(backend, suite: str, truth: Truth, options: BatchOptions, canc
     began = time.perf_counter()
     rollout = free_rollout(backend, truth, rollout_options, cancel)
     model_seconds = time.perf_counter() - began
-    comparison = compare(trace, rollout.frames, rollout.status, rollout.partial)
-    free = condition_summary(trace, rollout.frames, rollout.status.value, rollout.text(), comparison)
+    free = rollout_summary(trace, rollout)
     tokens = {"trace": rollout.tokens_used, "processed": rollout.tokens_processed}
     timings = {"truth_s": round(truth.seconds, 4), "model_s": round(model_seconds, 4)}
     teacher = None
@@ -167,7 +165,6 @@ def beside_summary(backend, truth: Truth, rollout_options, decoding: str, cancel
     what remains. A replay scores the generation its file recorded for that condition."""
     from dataclasses import replace
 
-    from ..analysis.compare import compare
     from ..model.rollout import Rollout
 
     if isinstance(backend, RecordedGenerations):
@@ -176,8 +173,7 @@ def beside_summary(backend, truth: Truth, rollout_options, decoding: str, cancel
         rollout = Rollout(backend, truth.case.program, truth.trace.frames[0],
                           replace(rollout_options, constrain=decoding == "constrained"))
         rollout.run(cancel=cancel)
-    comparison = compare(truth.trace, rollout.frames, rollout.status, rollout.partial)
-    summary = condition_summary(truth.trace, rollout.frames, rollout.status.value, rollout.text(), comparison)
+    summary = rollout_summary(truth.trace, rollout)
     summary["tokens"] = {"trace": rollout.tokens_used, "processed": rollout.tokens_processed}
     return summary
 

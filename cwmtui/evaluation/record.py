@@ -67,6 +67,15 @@ def condition_summary(truth: Trace, frames: list[Frame], status: str, text: str,
     }
 
 
+def rollout_summary(truth: Trace, rollout) -> dict:
+    """:func:`condition_summary` of a finished free-running rollout (its frames, status, text,
+    and the frame a budget cut, compared as far as it goes)."""
+    from ..analysis.compare import compare
+
+    comparison = compare(truth, rollout.frames, rollout.status, rollout.partial)
+    return condition_summary(truth, rollout.frames, rollout.status.value, rollout.text(), comparison)
+
+
 def frame_matches(truth: Trace, frames: list[Frame], comparison=None) -> tuple[int, int]:
     """How many truth frames the model got right: (action, state).
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..analysis.compare import compare
 from ..trace import RolloutStatus
-from .record import condition_summary
+from .record import rollout_summary
 
 
 class SamplingCancelled(Exception):
@@ -21,7 +20,7 @@ class SamplingCancelled(Exception):
 
 
 def sample_summary(free: dict, seed: int) -> dict:
-    """One sample as a record keeps it (``free``: :func:`condition_summary` of its rollout)."""
+    """One sample as a record keeps it (``free``: :func:`.record.rollout_summary` of its rollout)."""
     return {
         "seed": seed,
         "generation": free["generation"],
@@ -52,7 +51,5 @@ def more_samples(backend, truth, rollout_options, count: int, cancel=None, recor
             rollout.run(cancel=cancel)
             if rollout.status is RolloutStatus.CANCELLED:
                 raise SamplingCancelled(truth.case.id)
-        comparison = compare(truth.trace, rollout.frames, rollout.status, rollout.partial)
-        summary = condition_summary(truth.trace, rollout.frames, rollout.status.value, rollout.text(), comparison)
-        samples.append(sample_summary(summary, seed))
+        samples.append(sample_summary(rollout_summary(truth.trace, rollout), seed))
     return samples
