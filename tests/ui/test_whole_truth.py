@@ -154,15 +154,14 @@ async def test_the_footer_survives_resizes_and_layout_toggles_and_fits_120_colum
         keys = footer_keys(app)
         for wanted in ("Help", "Quit", "Override", "Edit", "Force lines", "Go to", "Find", "Play", "Export", "Unfold"):
             assert wanted in keys and keys[wanted][1] <= 120, (wanted, keys)
+        # (each waits for the recomposed footer to be laid out: under load it takes more than 0.2 s;
+        # a footer that lost its keys still fails, after the wait's timeout)
         await pilot.resize_terminal(100, 30)
-        await pilot.pause(0.2)
-        assert "Quit" in footer_keys(app)
+        await wait_for(pilot, lambda: "Quit" in footer_keys(app), timeout=10)
         await app.toggle_layout()
-        await pilot.pause(0.2)
-        assert "Quit" in footer_keys(app) and "Override" in footer_keys(app)
+        await wait_for(pilot, lambda: "Quit" in footer_keys(app) and "Override" in footer_keys(app), timeout=10)
         await pilot.resize_terminal(80, 24)
-        await pilot.pause(0.2)
-        assert "Quit" in footer_keys(app)
+        await wait_for(pilot, lambda: "Quit" in footer_keys(app), timeout=10)
 
 
 async def test_a_remapped_key_keeps_its_place_in_the_footer(interpreter, tmp_path, monkeypatch):
