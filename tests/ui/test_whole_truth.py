@@ -44,11 +44,19 @@ async def test_a_model_stopped_by_its_context_says_so_and_the_meter_counts_to_th
     app = live_app(program, oracle)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: main_done(app))
-        await pilot.press("G")
         screen = app.debugger
-        # (on a loaded machine the timelines take more than one pause to show their last rows)
-        await wait_for(pilot, lambda: any(row.startswith("■") for row in rows(screen.truth_timeline))
-                       and any(row.startswith("■") for row in rows(screen.model_timeline)))
+
+        def both_ends_shown() -> bool:
+            return (any("■" in row for row in rows(screen.truth_timeline))
+                    and any(row.startswith("■") for row in rows(screen.model_timeline)))
+
+        # G to the last step, until both timelines show their end rows (on a loaded machine a G
+        # pressed as the rollout's last message lands can go to the step before: CI, once each)
+        for _ in range(50):
+            await pilot.press("G")
+            await pilot.pause(0.1)
+            if both_ends_shown():
+                break
         branch = app.view.branches[0]
         model_rows, truth_rows = rows(screen.model_timeline), rows(screen.truth_timeline)
         # the row after the last says how each side ended, in its own words
