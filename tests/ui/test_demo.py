@@ -185,9 +185,11 @@ async def test_an_intervention_that_fails_ends_its_step_and_says_so(strings):
     steps = (DemoStep("wait", "w", 0), DemoStep("first-divergence", "f", 0),
              DemoStep("override", "o", 0), DemoStep("say", "after", 0))
     app, player = demo_app(program, backend, DemoScript("t", "", steps))
+    player.choose_after = FOREVER  # the dialog stays until the server has gone away (no race with the pick)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: player.index == 2 and player.acted)
+        await until(pilot, lambda: player.index == 2 and player.acted and isinstance(app.screen, OverrideScreen))
         backend.fail = True
+        player.choose_after = 0.0
         await until(pilot, lambda: player.index == 2 and player.done, timeout=30)
         assert "(the intervention failed: " in caption(app) and "the server went away" in caption(app)
         await until(pilot, lambda: player.finished, timeout=30)
