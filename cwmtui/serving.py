@@ -13,7 +13,13 @@ model) and relays its terminal to the page, with what keeps it to the people it 
 - textual-serve's debug mode (Textual's devtools) is never switched on, and the page's title
   is the program's name, not the command line (which may hold an API key);
 - the page's links follow the address the browser used, so a server bound to 0.0.0.0 works
-  from another machine.
+  from another machine;
+- the page asks nothing of another site (textual-serve's template links Google's fonts: the
+  same font is served from its own static files instead, so a room without a network, or one
+  that drops the request silently, shows the page at once);
+- the terminal size a tab asks for (its websocket's query, its resize messages) is kept to
+  what a screen can show (``MAX_COLUMNS`` × ``MAX_ROWS``): a visitor cannot make the server's
+  debugger draw a screen of millions of cells.
 
 Needs the ``serve`` extra (``pip install 'cwmtui[serve]'``): textual-serve and aiohttp.
 """
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import re
 import secrets
 import socket
 from typing import Callable
@@ -32,6 +39,36 @@ from aiohttp import web
 from textual_serve.server import Server, to_int
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+#: the largest terminal a tab may ask for, in cells (a 4K screen at an 8-pixel font is ~480 × 135)
+MAX_COLUMNS, MAX_ROWS = 1000, 400
+#: textual-serve's page links Google's fonts; the same font is among its static files
+REMOTE_FONT = re.compile(r'<link[^>]*href="https://fonts\.googleapis\.com/[^"]*"[^>]*>\s*')
+LOCAL_FONT = """<style>
+      @font-face { font-family: "Roboto Mono"; font-style: normal;
+                   src: url("{static}fonts/RobotoMono-VariableFont_wght.ttf") format("truetype"); }
+      @font-face { font-family: "Roboto Mono"; font-style: italic;
+                   src: url("{static}fonts/RobotoMono-Italic-VariableFont_wght.ttf") format("truetype"); }
+    </style>
+"""
+
+
+def cells(value: object, default: int, most: int) -> int:
+    """A terminal dimension a browser asked for, as a number of cells from 1 to ``most``."""
+    try:
+        number = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError, OverflowError):
+        number = default
+    return min(max(number, 1), most)
+
+
+def terminal_size(width: object, height: object) -> tuple[int, int]:
+    """The size a tab's terminal is given for the one it asked for."""
+    return cells(width, 80, MAX_COLUMNS), cells(height, 24, MAX_ROWS)
+
+
+def local_fonts(page: str, static: str) -> str:
+    """The page without its link to Google's fonts, with the same font from ``static``."""
+    return REMOTE_FONT.sub(LOCAL_FONT.replace("{static}", static), page, count=1)
 
 
 def is_loopback(host: str) -> bool:
@@ -118,6 +155,7 @@ class DebuggerServer(Server):
             "application": {"name": self.title},
         }
         page = aiohttp_jinja2.render_template("app_index.html", request, context)
+        page.text = local_fonts(page.text, context["config"]["static"]["url"])
         page.headers["X-Frame-Options"] = "DENY"  # no page of another site frames it (clickjacking)
         page.headers["Content-Security-Policy"] = "frame-ancestors 'none'"
         page.headers["Referrer-Policy"] = "no-referrer"  # the token stays off other sites' logs
@@ -130,4 +168,16 @@ class DebuggerServer(Server):
         why = self.refusal(request)
         if why:
             raise web.HTTPForbidden(text=why)
-        return await super().handle_websocket(request)
+        width, height = terminal_size(request.query.get("width", "80"), request.query.get("height", "24"))
+        query = {**request.query, "width": str(width), "height": str(height)}
+        return await super().handle_websocket(request.clone(rel_url=request.rel_url.with_query(query)))
+
+    async def _process_messages(self, websocket, app_service) -> None:
+        """textual-serve's relay of a tab's messages, with each resize kept to a screen's size."""
+        resize = app_service.set_terminal_size
+
+        async def set_terminal_size(width: object, height: object) -> None:
+            await resize(*terminal_size(width, height))
+
+        app_service.set_terminal_size = set_terminal_size
+        await super()._process_messages(websocket, app_service)

@@ -268,3 +268,81 @@ async def test_a_served_tab_writes_no_export_on_the_serving_machine(monkeypatch,
         await pilot.pause()
         assert list(tmp_path.iterdir()) == []
         assert any("it is off in cwmtui serve" in str(n.message) for n in app._notifications)
+
+
+class RecordedTab:
+    """Stands in for textual-serve's AppService: records the terminal sizes a tab is given."""
+
+    sizes: list[tuple[int, int]] = []
+
+    def __init__(self, *args, close, **kwargs) -> None:
+        self.close = close
+
+    async def start(self, width: int, height: int) -> None:
+        RecordedTab.sizes.append((width, height))
+
+    async def set_terminal_size(self, width: int, height: int) -> None:
+        RecordedTab.sizes.append((width, height))
+
+    async def stop(self) -> None:
+        pass
+
+
+@pytest.fixture
+def debugger_server(monkeypatch):
+    """A DebuggerServer's own aiohttp application on a loopback test server (no tab is run)."""
+    import textual_serve.server
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from cwmtui.serving import DebuggerServer
+
+    monkeypatch.setattr(textual_serve.server, "AppService", RecordedTab)
+    RecordedTab.sizes = []
+
+    async def start():
+        server = DebuggerServer("true", host="127.0.0.1", port=free_port(), title="cwmtui · t.py")
+        test_server = TestServer(await server._make_app(), host="127.0.0.1", port=server.port)
+        client = TestClient(test_server)
+        await client.start_server()
+        return server, client
+
+    return start
+
+
+async def test_a_tab_cannot_ask_for_a_screen_of_millions_of_cells(debugger_server):
+    """Review of #27: the width and height a tab's websocket asked for (its URL, its resize
+    messages) reached the debugger as they were: a visitor could make it draw 10^9 cells."""
+    from cwmtui.serving import MAX_COLUMNS, MAX_ROWS
+
+    server, client = await debugger_server()
+    try:
+        socket_ = await client.ws_connect(f"/ws?token={server.token}&width=100000000&height=99999999")
+        for size in ({"width": 10**12, "height": 10**12}, {"width": -5, "height": "40"}, {"width": "wide", "height": None},
+                     {"width": 132, "height": 43}):
+            await socket_.send_json(["resize", size])
+        await socket_.send_json(["ping", "x"])  # answered once the resizes before it are relayed
+        assert (await socket_.receive_json()) == ["pong", "x"]
+        await socket_.close()
+    finally:
+        await client.close()
+    assert RecordedTab.sizes == [(MAX_COLUMNS, MAX_ROWS), (MAX_COLUMNS, MAX_ROWS), (1, 40), (80, 24), (132, 43)]
+    assert (MAX_COLUMNS, MAX_ROWS) == (1000, 400)
+
+
+async def test_the_page_asks_nothing_of_another_site(debugger_server):
+    """Review of #27: textual-serve's page linked Google's fonts (offline, or where a network
+    drops the request, the projector's page waited on it); the same font is served here."""
+    server, client = await debugger_server()
+    try:
+        page = await client.get(f"/?token={server.token}")
+        html = await page.text()
+        font = await client.get("/static/fonts/RobotoMono-VariableFont_wght.ttf")
+        assert font.status == 200 and len(await font.read()) > 10_000
+    finally:
+        await client.close()
+    assert page.status == 200 and "googleapis" not in html
+    import re
+
+    hosts = set(re.findall(r"(?:https?|wss?)://([^/\"']+)", html)) - {"www.w3.org"}  # (an SVG's xmlns: a name, not fetched)
+    assert hosts == {f"127.0.0.1:{server.port}"}  # its own static files and websocket only
+    assert f'url("http://127.0.0.1:{server.port}/static/fonts/RobotoMono-VariableFont_wght.ttf")' in html
