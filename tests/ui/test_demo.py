@@ -5,7 +5,6 @@ script's story needs: each caption, and the final screen, are read off the scree
 from __future__ import annotations
 
 import dataclasses
-import time
 
 import pytest
 
@@ -19,6 +18,7 @@ from cwmtui.ui.screens import OverrideScreen
 
 from ..world_models import OracleBackend, wrong_line, wrong_return, wrong_value
 from .sessions import SAMPLES
+from .waiting import wait_for
 
 SIZE = (140, 45)
 WRONG_LINE = '        rotated = ""\n'  # what the oracle writes at step 3, where the interpreter splits the word
@@ -56,10 +56,7 @@ def paced(script: DemoScript, pause: float) -> DemoScript:
 
 
 async def until(pilot, condition, timeout: float = 30.0) -> None:
-    start = time.monotonic()
-    while not condition():
-        assert time.monotonic() - start < timeout, "timed out waiting for the demo"
-        await pilot.pause(0.05)
+    await wait_for(pilot, condition, timeout, what="the demo")
 
 
 def caption(app) -> str:

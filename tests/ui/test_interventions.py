@@ -20,6 +20,7 @@ from cwmtui.ui.screens import EditLocalsScreen, ErrorScreen, OverrideScreen
 
 from ..world_models import OracleBackend, wrong_line, wrong_value
 from .sessions import SAMPLES
+from .waiting import wait_for
 
 SIZE = (120, 40)
 WRONG_LINE = '    joined = "-".join(out)\n'
@@ -31,11 +32,6 @@ def strings(interpreter):
     return program, interpreter.trace(program)
 
 
-async def wait_for(pilot, condition, timeout: float = 20.0) -> None:
-    start = time.monotonic()
-    while not condition():
-        assert time.monotonic() - start < timeout, "timed out waiting for the app"
-        await pilot.pause(0.05)
 
 
 def main_done(app) -> bool:
@@ -78,9 +74,10 @@ async def test_the_main_rollout_streams_into_the_model_timeline(strings):
         branch = app.view.branches[0]
         # the UI compares what arrived a few times a second (later on a loaded machine), then draws it
         await wait_for(pilot, lambda: branch.kind(1).value != "pending")
-        await pilot.pause(0.2)
-        assert branch.running and len(branch.frames) < len(truth.frames)  # part of it is on screen
         model = screen.query_one("#model")
+        await wait_for(pilot, lambda: "(model still writing" in model.render_line(
+            next(r for r in range(len(branch)) if branch.kind(r).value == "pending")).text)
+        assert branch.running and len(branch.frames) < len(truth.frames)  # part of it is on screen
         pending = next(r for r in range(len(branch)) if branch.kind(r).value == "pending")
         assert 0 < pending < 19  # on screen
         assert "(model still writing" in model.render_line(pending).text

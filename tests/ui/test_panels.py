@@ -13,6 +13,7 @@ from cwmtui.ui.screens import HelpScreen
 from cwmtui.ui.timeline import Timeline
 
 from .sessions import exception_view, strings_view
+from .waiting import wait_for as until
 
 SIZE = (120, 40)
 
@@ -203,11 +204,19 @@ async def test_layout_toggles_between_columns_and_stacked(strings):
 async def test_palette_goes_to_a_typed_step(strings):
     app = CwmApp(strings)
     async with app.run_test(size=SIZE) as pilot:
+        from textual.command import CommandList, CommandPalette
+
         await pilot.press("ctrl+p")
         await pilot.press(*"17")
-        await pilot.pause(0.3)
+
+        def offered() -> bool:
+            screen = app.screen
+            return isinstance(screen, CommandPalette) and any(
+                "Go to step 17" in str(option.prompt) for option in screen.query_one(CommandList).options)
+
+        await until(pilot, offered)
         await pilot.press("enter")
-        await pilot.pause()
+        await until(pilot, lambda: app.screen is app.debugger)
         assert app.debugger.step == 17
 
 
@@ -280,16 +289,6 @@ async def test_a_keymap_that_is_not_toml_is_one_line_and_the_keys_stay(strings, 
         await pilot.press("d")
         assert app.debugger.step == strings.branches[0].first_divergence.step
         assert any("not read (TOMLDecodeError" in n.message for n in app._notifications)
-
-
-async def until(pilot, condition, timeout: float = 20.0) -> None:
-    """Wait (pumping the app) until ``condition()`` holds."""
-    import time
-
-    start = time.monotonic()
-    while not condition():
-        assert time.monotonic() - start < timeout, "timed out waiting for the app"
-        await pilot.pause(0.05)
 
 
 async def test_export_saves_the_session_in_a_worker_not_on_the_ui_thread(strings, tmp_path, monkeypatch):

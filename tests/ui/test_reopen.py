@@ -16,7 +16,8 @@ from cwmtui.ui.screens import OverrideScreen
 
 from ..world_models import OracleBackend, wrong_line
 from .sessions import SAMPLES
-from .test_interventions import WRONG_LINE, wait_for
+from .test_interventions import WRONG_LINE
+from .waiting import wait_for
 
 SIZE = (120, 40)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from cwmtui.ui.launch import ReplayTriage
 from cwmtui.ui.triage import TriageScreen
 
 from .sessions import SAMPLES, frame_texts
+from .waiting import wait_for
 
 SIZE = (120, 40)
 
@@ -47,11 +47,6 @@ def results_file(tmp_path):
     return path, records
 
 
-async def wait_for(pilot, condition, timeout: float = 20.0) -> None:
-    start = time.monotonic()
-    while not condition():
-        assert time.monotonic() - start < timeout, "timed out waiting for the app"
-        await pilot.pause(0.05)
 
 
 def opened(app, program_id: str) -> bool:
@@ -217,9 +212,8 @@ async def test_records_without_results_are_classified_in_the_background(monkeypa
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, TriageScreen))
         screen = app.screen
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: "classifying 0 of 5" in str(screen.query_one("#triage-title").render()))
         assert screen.scoring and screen.left == 5  # still working: the list is on screen and answers keys
-        assert "classifying 0 of 5" in str(screen.query_one("#triage-title").render())
         table = screen.query_one("DataTable")
         await pilot.press("down")
         assert table.cursor_row == 1
@@ -243,6 +237,7 @@ async def test_a_results_file_is_shown_as_it_is_nothing_is_scored_again(tmp_path
     path, records = results_file(tmp_path)
     app, _ = triage_app(path, records)
     async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, TriageScreen) and app.screen.rows)
         await pilot.pause(0.3)
         screen = app.screen
         assert calls == [] and not screen.scoring

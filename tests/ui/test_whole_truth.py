@@ -14,7 +14,8 @@ from cwmtui.ui.timeline import FIRST_MARK
 
 from ..world_models import OracleBackend
 from .sessions import SAMPLES, strings_view
-from .test_interventions import live_app, main_done, wait_for
+from .test_interventions import live_app, main_done
+from .waiting import wait_for
 
 SIZE = (120, 40)
 
@@ -199,11 +200,9 @@ async def test_keys_typed_right_after_a_dialog_key_reach_the_dialog(interpreter)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         burst(app, ":", "1", "2", "\r")
-        await pilot.pause(0.5)
-        assert app.screen is app.debugger and app.debugger.step == 12
+        await wait_for(pilot, lambda: app.screen is app.debugger and app.debugger.step == 12)
         burst(app, "/", "r", "u", "o", "\r")
-        await pilot.pause(0.5)
-        assert app.screen is app.debugger and app.debugger.last_search == "ruo"
+        await wait_for(pilot, lambda: app.screen is app.debugger and app.debugger.last_search == "ruo")
         assert app.debugger.step == view.branches[0].search("ruo", 12)
 
 
@@ -275,8 +274,8 @@ async def test_at_the_divergence_the_state_panel_opens_with_what_happened(interp
     app = CwmApp(view)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("f")
-        await pilot.pause(0.3)
         panel = app.debugger.state_panel
+        await wait_for(pilot, lambda: "the model thinks" in " ".join(rows(panel)))
         shown = " ".join(rows(panel))
         assert "the model thinks `rotated` is 'rv' but it is 'ru'" in " ".join(shown.split())
         assert "rotated" in shown and "≠" in shown  # and the wrong variable, in the same view
@@ -290,7 +289,8 @@ async def test_the_override_dialog_fits_80x24_and_offers_only_lines_that_can_run
     app = CwmApp(view)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("f", "o")
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: isinstance(app.screen, OverrideScreen))
+        await pilot.pause()
         dialog = app.screen
         assert isinstance(dialog, OverrideScreen)
         typed = dialog.query_one("#override-typed")
@@ -317,8 +317,8 @@ async def test_unfolded_values_use_the_panels_width_and_break_between_items(inte
     app = CwmApp(view)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("j", "j", "z")
-        await pilot.pause(0.3)
         panel = app.debugger.state_panel
+        await wait_for(pilot, lambda: any(line.startswith("  ") and "'" in line for line in rows(panel)))
         lines = [line.rstrip() for line in rows(panel)]
         unfolded = [line.strip() for line in lines if line.startswith("  ") and "'" in line]
         assert unfolded and max(len(line) for line in lines) > 30  # wider than an 11-character column
@@ -338,9 +338,13 @@ async def test_an_exception_reads_as_the_exception_not_as_a_tuple(interpreter):
         branch = view.branches[0]
         row = next(r for r in range(len(branch)) if branch.truth_at(r) and branch.truth_at(r).event.value == "exception")
         app.debugger.step = row
-        await pilot.pause(0.3)
         screen = app.debugger
-        line = screen.truth_timeline.render_line(row - int(screen.truth_timeline.scroll_offset.y)).text
+
+        def line() -> str:
+            return screen.truth_timeline.render_line(row - int(screen.truth_timeline.scroll_offset.y)).text
+
+        await wait_for(pilot, lambda: "raise ValueError(" in line())
+        line = line()
         assert "raise ValueError(" in line and "<class" not in line and "traceback" not in line
         panel = " ".join(rows(screen.state_panel))
         assert "(raise)   ValueError" in panel and "<class" not in panel
@@ -370,8 +374,7 @@ async def test_esc_cancels_the_override_that_replaced_a_cancelled_rollout(string
         await pilot.press("enter")  # main is cancelled; the override waits at the oracle's gate
         main = app.view.branches[0]
         await wait_for(pilot, lambda: not main.running)
-        await pilot.pause(0.5)
-        assert "esc cancels" in app.debugger.status_bar.plain  # the override's job is the one running
+        await wait_for(pilot, lambda: "esc cancels" in app.debugger.status_bar.plain)  # the override's job is the one running
         await pilot.press("escape")
         oracle.gate.set()
         await wait_for(pilot, lambda: len(app.view.branches) == 2 and not app.view.branches[1].running)
