@@ -17,7 +17,7 @@ import pytest
 from cwmtui.interpreter import cruxeval_program, load_program, program_from_source
 from cwmtui.model import ModelError, Rollout, RolloutOptions, RolloutStatus
 from cwmtui.model.backend import Backend, Completion
-from cwmtui.model.byte_constraint import ByteGrammar, FrameAutomaton
+from cwmtui.model.byte_constraint import DONE, ByteGrammar, FrameAutomaton
 from cwmtui.model.byte_tokenizer import BYTE_OFFSET
 from cwmtui.model.frame_grammar import FrameConstraint, FrameGrammar, _regex_literal
 from cwmtui.model.tokenizer import byte_tokenizer
@@ -98,8 +98,11 @@ def guidance_check(tokenizer):
     import llguidance
     import llguidance.tiktoken
 
+    from cwmtui.model.guided import FrameCloser, GuidedGrammars
+
     lltok = llguidance.tiktoken.lltokenizer_from_encoding(
         tokenizer._encoding, n_vocab=tokenizer.vocab_size, eos_token=tokenizer.special_ids[tokens.END_OF_TEXT])
+    grammars = GuidedGrammars.of_lltokenizer(lltok, tokenizer.vocab_size, tokenizer.special_ids)
     compiled: dict[str, object] = {}
 
     def check(constraint: FrameConstraint, ids) -> int | None:
@@ -109,7 +112,17 @@ def guidance_check(tokenizer):
             matcher = compiled[text] = llguidance.LLMatcher(lltok, llguidance.grammar_from("lark", text))
             assert not matcher.is_error(), matcher.get_error()
         accepted = matcher.deep_copy().validate_tokens(list(ids))
-        return None if accepted == len(ids) else accepted
+        if accepted != len(ids):
+            return accepted
+        # the frame limit's follower (FrameCloser) keeps up with every true frame to its end
+        closer = FrameCloser(grammars._token_costs(constraint.grammar), grammars.vocabulary, constraint)
+        for index, token in enumerate(ids):
+            if token != tokenizer.special_ids[tokens.END_OF_TEXT]:
+                closer.take(token)
+            if closer.automaton is None:
+                return index
+        assert closer.automaton.mode == DONE or ids[-1] == tokenizer.special_ids[tokens.END_OF_TEXT], tokenizer.decode(ids)
+        return None
 
     return check
 
@@ -245,6 +258,71 @@ def test_a_frame_near_the_frame_limit_is_closed_in_time():
     assert not frame.is_error and frame.locals["n"].startswith("111"), text
 
 
+@pytest.fixture(scope="module")
+def bpe_grammars(tmp_path_factory):
+    """llguidance over the tiny BPE tokenizer of :func:`build_bpe_model` (as a --model
+    directory's), with the HF tokenizer."""
+    pytest.importorskip("llguidance")
+    pytest.importorskip("transformers")
+    from transformers import AutoTokenizer
+
+    from cwmtui.model.guided import GuidedGrammars
+
+    hf = AutoTokenizer.from_pretrained(build_bpe_model(tmp_path_factory.mktemp("bpe") / "m"))
+    special_ids = {name: hf.convert_tokens_to_ids(name) for name in tokens.SPECIAL_TOKENS}
+    return GuidedGrammars(hf, special_ids), hf, special_ids
+
+
+def runaway(hf, special_ids, mask, room: int, prefer: str = "1") -> list[int]:
+    """A model that writes ``prefer`` forever inside the first value it can (as long a token
+    of it as there is), through ``mask`` with ``room`` tokens: the ids it wrote."""
+    vocab = len(hf)
+    runs = sorted((i for i in range(vocab) if i not in special_ids.values() and hf.decode([i]) and set(hf.decode([i])) == {prefer}),
+                  key=lambda i: -len(hf.decode([i])))
+    chars = [next(i for i in range(vocab) if hf.decode([i]) == c and i not in special_ids.values()) for c in '"{ns']
+    written: list[int] = []
+    while len(written) < room:
+        allowed = mask.allowed(room - len(written)).tolist()
+        assert allowed, hf.decode(written)
+        token = next(t for t in runs + chars + allowed if t in allowed)
+        assert mask.take(token)
+        written.append(token)
+        if token == special_ids[tokens.FRAME_SEP]:
+            break
+    return written
+
+
+@pytest.mark.parametrize("room", [40, 64, 200])
+def test_a_bpe_frame_near_the_frame_limit_is_closed_in_time(bpe_grammars, room):
+    """Review of #26: through llguidance a frame had no end in sight: a model that runs away in
+    a value wrote past --frame-tokens, a format error under the constraint. Now, as the byte
+    automaton does for the bundled model, the value is cut short in time: the frame parses."""
+    grammars, hf, special_ids = bpe_grammars
+    source = program_from_source(LOOP, "<f>", call="f(3)").source
+    constraint = FrameConstraint(FrameGrammar.of_source(source), events=(Event.LINE,), close_within=True)
+    written = runaway(hf, special_ids, grammars.filter(constraint), room)
+    text = hf.decode(written)
+    assert written[-1] == special_ids[tokens.FRAME_SEP] and len(written) <= room, text
+    frame, = parse_trace(text, LOOP).frames
+    assert not frame.is_error and frame.locals["n"].startswith("111"), text
+    assert len(written) >= room - 30  # the value ran on as long as the room let it (the way out counted from above)
+
+
+def test_a_bpe_frame_far_from_its_limit_is_left_to_the_model(bpe_grammars):
+    """Without the frame limit's room (the trace's budget binds, or the room is far off), the
+    mask is llguidance's alone."""
+    grammars, hf, special_ids = bpe_grammars
+    source = program_from_source(LOOP, "<f>", call="f(3)").source
+    grammar = FrameGrammar.of_source(source)
+    free = grammars.filter(FrameConstraint(grammar, events=(Event.LINE,)))
+    assert free.closer is None
+    written = runaway(hf, special_ids, free, 60)
+    assert special_ids[tokens.FRAME_SEP] not in written and len(written) == 60  # (it runs on: the budget's to stop)
+    closing = grammars.filter(FrameConstraint(grammar, events=(Event.LINE,), close_within=True))
+    far = runaway(hf, special_ids, closing, 60)
+    assert far[:30] == written[:30]  # far from the limit, the same tokens
+
+
 def test_every_state_of_the_mask_leads_to_the_end_of_the_frame():
     """No dead end: from any prefix the mask allows, some token is allowed and the frame can
     close (a random walk through the mask, many times, always ends at <|frame_sep|>)."""
@@ -311,9 +389,11 @@ def test_the_bundled_model_constrained_writes_only_frames_that_parse(interpreter
     assert not free.constrained
 
 
-def test_a_bpe_model_decodes_under_the_grammar_through_llguidance(tmp_path, interpreter):
+@pytest.mark.parametrize("frame_tokens", [400, 40])
+def test_a_bpe_model_decodes_under_the_grammar_through_llguidance(tmp_path, interpreter, frame_tokens):
     """A tiny random transformers model with a BPE tokenizer (not the byte one): llguidance masks
-    its logits, so even random weights write frames that parse."""
+    its logits, so even random weights write frames that parse; with a tight --frame-tokens
+    (review of #26) the frames close in time too, instead of running past it as format errors."""
     pytest.importorskip("llguidance")
     torch = pytest.importorskip("torch")
     from cwmtui.model.opening import open_model_dir
@@ -327,11 +407,13 @@ def test_a_bpe_model_decodes_under_the_grammar_through_llguidance(tmp_path, inte
         with open_model_dir(str(path), device="cpu") as backend:
             assert backend.constraint_problem() is None and not backend._byte_level  # llguidance's mask
             for seed in range(3):
-                options = RolloutOptions(token_budget=400, frame_tokens=400, constrain=True, temperature=1.0, seed=seed)
+                options = RolloutOptions(token_budget=400, frame_tokens=frame_tokens, constrain=True, temperature=1.0, seed=seed)
                 rollout = Rollout(backend, program, truth.frames[0], options)
                 rollout.run()
                 generated = rollout.frames[1:]
                 assert generated and not [f.error for f in generated if f.is_error], rollout.text()
+                assert rollout.status is not RolloutStatus.FRAME_LIMIT
+                assert all(f.tokens <= frame_tokens for f in generated)
                 assert all(f.action in FrameGrammar.of_source(program.source).lines for f in generated)
     finally:
         torch.set_num_threads(threads)

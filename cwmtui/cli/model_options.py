@@ -59,7 +59,7 @@ def add_model_options(parser: argparse.ArgumentParser, bundled_by_default: bool 
     group.add_argument("--top-p", type=_top_p, default=default.top_p, metavar="P", help="nucleus sampling threshold (default 1)")
     group.add_argument("--seed", type=int, default=default.seed, metavar="N", help=f"sampling seed (default {default.seed})")
     group.add_argument("--token-budget", type=_positive_int, default=default.token_budget, metavar="N", help=f"tokens the whole model trace may take (default {default.token_budget})")
-    group.add_argument("--frame-tokens", type=_positive_int, default=default.frame_tokens, metavar="N", help=f"tokens one frame may take before it counts as a format error (default {default.frame_tokens}; the bundled model under its frame grammar closes the frame in time instead)")
+    group.add_argument("--frame-tokens", type=_positive_int, default=default.frame_tokens, metavar="N", help=f"tokens one frame may take before it counts as a format error (default {default.frame_tokens}; under the frame grammar a local model, bundled or --model, closes the frame in time instead; a --server's grammar cannot)")
     grammar = group.add_mutually_exclusive_group()
     grammar.add_argument("--constrain", dest="constrain", action="store_true", default=None, help="decode under the program's frame grammar: events, JSON locals of its own names, its own source lines, so every frame parses and a divergence is about code (the default for the bundled model; a --model directory needs the constrain extra, a --server vLLM's structured output)")
     grammar.add_argument("--free", dest="constrain", action="store_false", help="decode without the frame grammar: the raw model, format errors and all (the default for any model but the bundled one)")
