@@ -21,12 +21,15 @@ def build_parser(parser: Parser | None = None) -> Parser:
     parser.add_argument("--call", metavar="EXPR", help="expression to evaluate after the module ran, e.g. \"f('r')\"")
     add_model_options(parser)
     add_ui_options(parser)
-    parser.add_argument_group("demo").add_argument(
-        "--demo", nargs="?", const="", metavar="FILE",
-        help="play a demo script (TOML: captioned steps; space pauses, → goes on); without FILE, "
-             "the PROGRAM's own (samples/strings.demo.toml beside samples/strings.py)")
+    add_demo_option(parser, "the PROGRAM's own (samples/strings.demo.toml beside samples/strings.py)")
     add_limit_options(parser)
     return parser
+
+
+def add_demo_option(parser, beside: str) -> None:
+    parser.add_argument_group("demo").add_argument(
+        "--demo", nargs="?", const="", metavar="FILE",
+        help=f"play a demo script (TOML: captioned steps; space pauses, → goes on); without FILE, {beside}")
 
 
 def add_ui_options(parser) -> None:

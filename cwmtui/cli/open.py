@@ -4,12 +4,14 @@ Without a model it is read-only: the session as it was saved, with the saved mod
 With the model options of ``cwmtui PROGRAM`` (``--model``, ``--server``, ``--replay``) the model
 loads while the session is on screen, and overrides and teacher forcing grow new branches;
 the rollout options (``--token-budget``, ``--temperature``, ...) change the saved ones for them.
+``--demo [FILE]`` plays a demo script over it (without FILE, ``SESSION.demo.toml``): a saved
+session is a demo that needs no model and runs the same every time.
 """
 
 from __future__ import annotations
 
 from . import UsageError
-from .app import add_ui_options, check_model, check_ui_options
+from .app import add_demo_option, add_ui_options, check_model, check_ui_options, demo_from
 from .options import Parser
 
 #: rollout options that, when given, change the session's saved ones
@@ -25,6 +27,7 @@ def build_parser() -> Parser:
     add_model_options(parser, bundled_by_default=False)
     parser.set_defaults(model=None, **{name: None for name in ROLLOUT_OPTIONS})  # None: the session's own
     add_ui_options(parser)
+    add_demo_option(parser, "the SESSION's own (talk.demo.toml beside talk.json)")
     return parser
 
 
@@ -55,7 +58,8 @@ def run(args) -> int:
         elif changes:
             given = "--" + next(iter(changes)).replace("_", "-")
             raise UsageError(f"{given} is for new branches, which need a model: add --model PATH|bundled or --server URL")
+        demo = demo_from(args, args.session)
         return open_session_file(args.session, open_model, changes, theme=args.theme, layout=args.layout,
-                                 export_dir=args.export_dir)
+                                 export_dir=args.export_dir, demo=demo)
     except LaunchError as exc:
         raise UsageError(str(exc)) from None

@@ -195,11 +195,12 @@ def open_replay_list(path: str, objects, options, limits, *, theme: str, layout:
 
 
 def session_app(path: str, open_model: ModelOpener | None = None, rollout_changes: dict | None = None, *,
-                theme: str = "dark", layout: str = "auto", export_dir: str = ".") -> CwmApp:
+                theme: str = "dark", layout: str = "auto", export_dir: str = ".", demo=None) -> CwmApp:
     """The app on a saved session. Without ``open_model`` it is read-only (the saved model's name
     shown); with it the model loads in a worker while the session is on screen, and then
     overrides and teacher forcing grow new branches. ``rollout_changes``: rollout options
-    (token budget, temperature, ...) to change from the saved ones for those new branches."""
+    (token budget, temperature, ...) to change from the saved ones for those new branches.
+    ``demo``: a DemoScript it plays (``--demo``)."""
     from ..session import DebugSession, SessionError
 
     check_theme(theme)
@@ -216,16 +217,16 @@ def session_app(path: str, open_model: ModelOpener | None = None, rollout_change
             raise LaunchError(f"{path}: the session file is damaged ({exc.__class__.__name__}: {exc})") from None
     name = os.path.basename(path)
     if open_model is None:
-        return CwmApp(view, theme=theme, layout=layout, export_dir=export_dir,
+        return CwmApp(view, theme=theme, layout=layout, export_dir=export_dir, demo=demo_player(demo),
                       no_model_reason=f"{name} was opened without a model (a saved session; cwmtui open {name} --model ... goes on with one)")
     live = LiveSession.resume(session, open_model, origin=f"session {path}")
-    return CwmApp(view, theme=theme, layout=layout, export_dir=export_dir, opener=live.start,
+    return CwmApp(view, theme=theme, layout=layout, export_dir=export_dir, opener=live.start, demo=demo_player(demo),
                   no_model_reason="the model is still loading")
 
 
 def open_session_file(path: str, open_model: ModelOpener | None = None, rollout_changes: dict | None = None, *,
-                      theme: str, layout: str = "auto", export_dir: str = ".") -> int:
-    app = session_app(path, open_model, rollout_changes, theme=theme, layout=layout, export_dir=export_dir)
+                      theme: str, layout: str = "auto", export_dir: str = ".", demo=None) -> int:
+    app = session_app(path, open_model, rollout_changes, theme=theme, layout=layout, export_dir=export_dir, demo=demo)
     # The session is kept as long as the app runs. Its few hundred thousand containers hold no
     # reference cycles (reference counting frees them); the cyclic collector, scanning them
     # again and again while the app runs, would cost more than reading them did.

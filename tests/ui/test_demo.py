@@ -190,3 +190,53 @@ async def test_an_intervention_that_fails_ends_its_step_and_says_so(strings):
         await until(pilot, lambda: player.index == 2 and player.done, timeout=30)
         assert "(the intervention failed: " in caption(app) and "the server went away" in caption(app)
         await until(pilot, lambda: player.finished, timeout=30)
+
+
+async def test_a_saved_session_plays_its_demo_without_a_model(tmp_path, interpreter):
+    """`cwmtui open talk.json --demo` (review of #27: --demo was for programs and replays only):
+    a saved session is a demo that needs no model; steps that would need one say so."""
+    from cwmtui.cli.app import demo_from
+    from cwmtui.cli.open import build_parser
+    from cwmtui.ui.launch import session_app
+
+    from .sessions import strings_view
+
+    path = tmp_path / "talk.json"
+    strings_view(interpreter).engine.save(str(path))
+    (tmp_path / "talk.demo.toml").write_text(
+        'title = "talk"\npause = 0\n'
+        '[[step]]\ndo = "open"\nsay = "A saved run of {program}."\n'
+        '[[step]]\ndo = "first-divergence"\nsay = "Step {step}: {divergence}."\n'
+        '[[step]]\ndo = "override"\nsay = "Override {step}."\n'
+        '[[step]]\ndo = "say"\nsay = "The end."\n', encoding="utf-8")
+    args = build_parser().parse_args([str(path), "--demo"])
+    script = demo_from(args, args.session)  # the one beside the session
+    assert script is not None and [s.do for s in script.steps] == ["open", "first-divergence", "override", "say"]
+    app = session_app(str(path), demo=paced(script, FOREVER))
+    player = app.demo
+    captions = {}
+    async with app.run_test(size=SIZE) as pilot:
+        for index in range(4):
+            await until(pilot, lambda i=index: player.index == i and player.done)
+            captions[index] = caption(app)
+            await pilot.press("right")
+        assert player.finished
+        step = app.view.branches[0].first_divergence.step
+        assert app.debugger.step == step
+    assert captions[0].startswith(" demo 1/4  A saved run of strings.py.")
+    assert f"Step {step}: step {step}" in captions[1]
+    assert "Override" in captions[2] and "(skipped: no override here)" in captions[2]
+    assert "The end." in captions[3]
+
+
+def test_open_with_a_demo_that_is_not_there_is_one_line(tmp_path, capsys, interpreter):
+    from cwmtui.cli import main
+
+    from .sessions import strings_view
+
+    path = tmp_path / "talk.json"
+    strings_view(interpreter).engine.save(str(path))
+    assert main(["open", str(path), "--demo"]) == 2
+    err = capsys.readouterr().err
+    assert f"--demo: no demo script beside {path} (looked for {tmp_path / 'talk.demo.toml'}); pass --demo FILE" in err
+    assert err.count("\n") == 1
