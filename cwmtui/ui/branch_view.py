@@ -331,6 +331,19 @@ class BranchView:
             return self.steps[row].kind
         return StepKind.PENDING if self.running else StepKind.MISSING
 
+    def model_here(self, row: int) -> Frame | None:
+        """The model's frame at this row; where the paths part here (this row is the
+        interpreter's alone, the one before it the model's too), the frame the model wrote
+        instead: what it predicted here, as the divergence's explanation says."""
+        frame = self.model_at(row)
+        steps = self.steps
+        if frame is None and 0 < row < len(steps) and steps[row].truth is not None and steps[row - 1].model is not None:
+            index = self.model_index_at(row)
+            frames = self.frames
+            if 0 <= index < len(frames):
+                frame = frames[index]
+        return frame
+
     def model_index_at(self, row: int) -> int:
         """The model frame an intervention at this row replaces: the row's own, or (on a row only
         the interpreter has) the next frame the model would write."""

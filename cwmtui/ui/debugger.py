@@ -64,6 +64,7 @@ class DebuggerScreen(Screen):
 
     BINDINGS = BINDINGS
     AUTO_FOCUS = ""  # nothing: the keys move through the steps until tab focuses a pane
+    wired = False  # its panes are mounted and known (a demo's step acts on them only then)
 
     DEFAULT_CSS = """
     DebuggerScreen { layout: vertical; }
@@ -190,10 +191,12 @@ class DebuggerScreen(Screen):
         self.status_bar = self.query_one("#status", StatusBar)
         self.truth_timeline.partner, self.model_timeline.partner = self.model_timeline, self.truth_timeline
         self.refresh_bindings()  # a recomposed footer hears of the bindings only when told
+        self.wired = True
         self.show_view()
 
     async def set_layout(self, choice: str) -> None:
         self.layout_choice = choice
+        self.wired = False
         await self.recompose()
         self._wire()
 
@@ -499,7 +502,7 @@ class DebuggerScreen(Screen):
                 self.cwm.start_override(branch, row, action=choice.action, label=choice.label)
 
         self.app.push_screen(
-            OverrideScreen(row, self.view.program.source, branch.truth_at(row), branch.model_at(row)),
+            OverrideScreen(row, self.view.program.source, branch.truth_at(row), branch.model_here(row)),
             chosen,
         )
 

@@ -111,7 +111,7 @@ class DemoPlayer:
     def _play(self, now: float) -> None:
         """Act the current step when it can be, and see whether it is done."""
         step = self.step
-        if self.finished or step is None:
+        if self.finished or step is None or not self.debugger.wired:
             return
         if not self.acted:
             # every step but open and say acts on a program on screen, with the debugger on top
@@ -170,11 +170,27 @@ class DemoPlayer:
                 debugger.action_teacher_forced()
             self._phase = "branch"
         elif do == "override":
+            if step.line == "real" and self._line_already_right():
+                return
             debugger.action_override()
             if isinstance(self.app.screen, OverrideScreen):
                 self._phase, self._since = "dialog", now
             else:  # the debugger said why in a toast (no live model, the entry step)
                 self.note = "(skipped: no override here)"
+
+    def _line_already_right(self) -> bool:
+        """The model's line at the step on show is the interpreter's already (a state or value
+        divergence): overriding it with the real line would run the same trace again. Said in
+        the note (the step is skipped)."""
+        branch, row, view = self.debugger.branch, self.debugger.step, self.app.view
+        if branch is None or view is None or not view.can_generate:  # (no model: the debugger says so)
+            return False
+        truth, model = branch.truth_at(row), branch.model_here(row)
+        if truth is None or model is None or not truth.action or model.action != truth.action:
+            return False
+        self.note = (f"(skipped: the model's line at step {row} is the interpreter's already; "
+                     "what differs is its state)")
+        return True
 
     def job_over(self, failure: str = "") -> None:
         """The debugger's word that a job ended (``failure``: why it failed): an override or
@@ -296,7 +312,7 @@ class DemoPlayer:
             values["divergence"] = describe_divergence(divergence)
             values["regime"] = divergence.regime or divergence.kind
             values["variables"] = ", ".join(divergence.variables) or "—"
-        truth, model = branch.truth_at(row), branch.model_at(row)
+        truth, model = branch.truth_at(row), branch.model_here(row)
         if truth is not None and truth.action:
             values["truth_line"] = truth.action.strip()
         if model is not None and model.action:

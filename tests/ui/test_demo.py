@@ -240,3 +240,51 @@ def test_open_with_a_demo_that_is_not_there_is_one_line(tmp_path, capsys, interp
     err = capsys.readouterr().err
     assert f"--demo: no demo script beside {path} (looked for {tmp_path / 'talk.demo.toml'}); pass --demo FILE" in err
     assert err.count("\n") == 1
+
+
+async def test_where_the_paths_part_the_caption_and_the_dialog_name_the_line_the_model_wrote(interpreter):
+    """Review of #27: at an action divergence where the model's own frame sits on another row,
+    the caption said "the model wrote `—`" (and the override dialog "(no step)") while the state
+    panel said which line the model predicted."""
+    from .sessions import exception_view
+
+    view = exception_view(interpreter)
+    view.can_generate = True  # the override dialog as a live session shows it (nothing runs here)
+    steps = (DemoStep("first-divergence", "The interpreter runs `{truth_line}`, the model wrote `{model_line}`.", 0),)
+    player = DemoPlayer(DemoScript("t", "", steps))
+    app = CwmApp(view, demo=player)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: player.done)
+        row = view.branches[0].first_divergence.step
+        assert app.debugger.step == row and view.branches[0].model_at(row) is None  # the model's frame is elsewhere
+        assert "the model wrote `return value * 2`." in caption(app)
+        assert "the model predicted a return event at line 10 (`return value * 2`)" in " ".join(
+            " ".join(app.debugger.state_panel.lines).split())  # (what the state panel says of it)
+        await pilot.press("o")
+        await until(pilot, lambda: isinstance(app.screen, OverrideScreen))
+        hint = " ".join(
+            str(label.render()) for label in app.screen.query("Label"))
+        assert "model wrote: return value * 2" in hint
+
+
+async def test_an_override_with_the_line_the_model_already_has_is_skipped_and_said(strings):
+    """Review of #27: the compose demo overrode a state divergence with "the real line", the
+    line the model already had: the new branch was the same trace, and the captions told a
+    story of it."""
+    program, truth = strings
+    step = next(i for i, f in enumerate(truth.frames) if i > 2 and f.locals and "word" in f.locals)
+    backend = OracleBackend(program, truth.frames, mistakes={step: wrong_value("word", "'wrld'")})
+    steps = (DemoStep("wait", "w", 0), DemoStep("first-divergence", "f", 0),
+             DemoStep("override", "o {step}", 0, line="real"), DemoStep("say", "after", 0))
+    app, player = demo_app(program, backend, paced(DemoScript("t", "", steps), FOREVER))
+    async with app.run_test(size=SIZE) as pilot:
+        for index in range(2):
+            await until(pilot, lambda i=index: player.index == i and player.done)
+            await pilot.press("right")
+        await until(pilot, lambda: player.index == 2 and player.done)
+        assert app.debugger.step == step
+        shown = caption(app)
+        assert f"o {step} (skipped: the model's line at step {step} is the interpreter's already; what differs is its state)" in shown
+        assert not isinstance(app.screen, OverrideScreen) and len(app.view.branches) == 1
+        await pilot.press("right")
+        await until(pilot, lambda: player.index == 3 and player.done)
