@@ -138,6 +138,8 @@ def script_from(data: dict, path: str = "<demo>") -> DemoScript:
 
 def _step(data: dict, where: str, default_pause: float) -> DemoStep:
     do = data.get("do")
+    if do is None:
+        raise DemoScriptError(f"{where} has no do (one of: {', '.join(ACTIONS)})")
     if not isinstance(do, str) or do not in ACTIONS:
         raise DemoScriptError(f"{where}: do = {do!r} is not an action (one of: {', '.join(ACTIONS)})")
     allowed = {"do", "say", "pause", "expect"} | ACTIONS[do]
@@ -171,6 +173,41 @@ def _step(data: dict, where: str, default_pause: float) -> DemoStep:
             raise DemoScriptError(f"{where}: frames must be true or false")
         step = replace(step, frames=data["frames"])
     return step
+
+
+def check_lines(script: DemoScript, source: str, program: str) -> None:
+    """The source lines the script's overrides name are lines of ``source`` the model can be
+    given (what the override dialog offers: no blank, comment or docstring line); raises
+    :class:`DemoScriptError` in one line, before the demo starts, if not."""
+    from .trace.source import SourceMap
+
+    runnable: list[int] | None = None
+    count = len(source.splitlines())
+    for number, step in enumerate(script.steps, 1):
+        if type(step.line) is not int:
+            continue
+        if runnable is None:
+            runnable = sorted(SourceMap(source).action_lines())
+        where = f"{script.path}: step {number}"
+        if step.line > count:
+            raise DemoScriptError(f"{where}: line {step.line} is past the end of {program} ({count} lines)")
+        if step.line not in runnable:
+            raise DemoScriptError(f"{where}: line {step.line} of {program} is not a line the model can be given "
+                                  f"(a blank, comment or docstring line; it can be given {_ranges(runnable)})")
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``[1, 2, 3, 5]`` as ``"1-3, 5"``."""
+    runs: list[str] = []
+    start = previous = None
+    for n in numbers + [None]:
+        if n is not None and previous is not None and n == previous + 1:
+            previous = n
+            continue
+        if start is not None:
+            runs.append(str(start) if start == previous else f"{start}-{previous}")
+        start = previous = n
+    return ", ".join(runs) or "none"
 
 
 def _pause(value, where: str) -> float:

@@ -48,6 +48,7 @@ STEP = '[[step]]\ndo = "say"\nsay = "hello"\n'
         ('title = "x"\n', "no steps"),
         ('colour = "red"\n' + STEP, "unknown key 'colour'"),
         ('[[step]]\ndo = "jump"\nsay = "x"\n', "do = 'jump' is not an action (one of: open, wait,"),
+        ('[[step]]\nsay = "x"\n', "step 1 has no do (one of: open, wait,"),
         ('[[step]]\ndo = "say"\n', "say must be the caption"),
         ('[[step]]\ndo = "say"\nsay = "at {nowhere}"\n', "say names {nowhere}, which is not on screen"),
         ('[[step]]\ndo = "say"\nsay = "at {step.__class__}"\n', "say names {step.__class__}"),
@@ -88,3 +89,38 @@ def test_demo_option_errors(tmp_path, capsys, argv, message):
     err = capsys.readouterr().err
     assert code == 2 and message.format(**fill) in err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_an_override_of_a_line_the_program_lacks_is_refused_before_the_demo(tmp_path, capsys):
+    """Review of #27: `line = 999` on a 30-line program (or a blank line) was taken, and the demo
+    said it mid-talk ("skipped: line 999 is not a line the model can be given")."""
+    program = SAMPLES / "strings.py"
+    lines = program.read_text().splitlines()
+    blank = next(n for n, line in enumerate(lines, 1) if not line.strip())
+    for line, message in ((999, f"line 999 is past the end of strings.py ({len(lines)} lines)"),
+                          (blank, f"line {blank} of strings.py is not a line the model can be given (a blank, "
+                                  "comment or docstring line; it can be given ")):
+        path = write(tmp_path, f'[[step]]\ndo = "override"\nsay = "x"\nline = {line}\n')
+        code = main([str(program), "--demo", path])
+        err = capsys.readouterr().err
+        assert code == 2 and err.startswith(f"cwmtui: error: --demo {path}: step 1: {message}"), err
+        assert err.count("\n") == 1
+    from cwmtui.cli.app import check_demo_lines
+    from cwmtui.interpreter import load_program
+    from cwmtui.trace.source import SourceMap
+
+    runnable = min(SourceMap(program.read_text()).action_lines())
+    fine = write(tmp_path, f'[[step]]\ndo = "override"\nsay = "x"\nline = {runnable}\n')
+    check_demo_lines(read_demo(fine), load_program(str(program)))  # a line it can be given: taken
+
+
+def test_a_saved_session_checks_the_lines_of_its_demo(tmp_path, interpreter):
+    from cwmtui.ui.launch import LaunchError, session_app
+
+    from .ui.sessions import strings_view
+
+    path = tmp_path / "talk.json"
+    strings_view(interpreter).engine.save(str(path))
+    script = read_demo(write(tmp_path, '[[step]]\ndo = "override"\nsay = "x"\nline = 999\n'))
+    with pytest.raises(LaunchError, match="line 999 is past the end of talk.json"):
+        session_app(str(path), demo=script)

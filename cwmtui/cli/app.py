@@ -115,7 +115,7 @@ def prepare(args) -> Callable[[], int]:
                 backend = backend_from_args(args)
             except ModelError as exc:
                 raise UsageError(str(exc)) from None
-            demo = demo_from(args, args.replay)
+            demo = demo_from(args, args.replay, backend.program)
             return lambda: open_program(backend.program, lambda progress: backend, options, limits, **display,
                                         origin=f"replay {os.path.basename(args.replay)}#{backend.record.id}", demo=demo)
         if not args.program:
@@ -125,16 +125,17 @@ def prepare(args) -> Callable[[], int]:
             raise UsageError(f"no program: cwmtui PROGRAM [options] (or --replay FILE.jsonl --id ID){hint}")
         program = program_from(args)
         check_model(args)
-        demo = demo_from(args, args.program)
+        demo = demo_from(args, args.program, program)
         return lambda: open_program(program, lambda progress: backend_from_args(args, progress), options, limits,
                                     **display, demo=demo)
     except LaunchError as exc:
         raise UsageError(str(exc)) from None
 
 
-def demo_from(args, beside: str):
+def demo_from(args, beside: str, program=None):
     """The demo script of ``--demo`` (read and checked), or None: ``--demo FILE``, or with no
-    FILE the one beside ``beside`` (the program, or the replay file)."""
+    FILE the one beside ``beside`` (the program, or the replay file). ``program``: the
+    program it plays over, when known here: the lines its overrides name are checked too."""
     if args.demo is None:
         return None
     from ..demo_script import DemoScriptError, read_demo, script_beside
@@ -145,9 +146,20 @@ def demo_from(args, beside: str):
         if not os.path.exists(path):
             raise UsageError(f"--demo: no demo script beside {beside} (looked for {path}); pass --demo FILE")
     try:
-        return read_demo(path)
+        script = read_demo(path)
+        if program is not None:
+            check_demo_lines(script, program)
+        return script
     except DemoScriptError as exc:
         raise UsageError(f"--demo {exc}") from None
+
+
+def check_demo_lines(script, program) -> None:
+    """The lines ``script``'s overrides name are lines of ``program`` the model can be given."""
+    from ..demo_script import check_lines
+    from ..interpreter.program import display_name
+
+    check_lines(script, program.source, display_name(program.path))
 
 
 def check_model(args) -> None:

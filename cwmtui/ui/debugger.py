@@ -68,6 +68,8 @@ class DebuggerScreen(Screen):
 
     DEFAULT_CSS = """
     DebuggerScreen { layout: vertical; }
+    /* a demo's caption is at the bottom, where notifications pop up: they go to the top instead */
+    DebuggerScreen.-demo #textual-toastrack { dock: top; align: right top; }
     DebuggerScreen #body { height: 1fr; }
     DebuggerScreen .pane { border: round $panel-lighten-2; border-title-color: $foreground; }
     DebuggerScreen .pane:focus-within { border: round $primary; }
@@ -191,6 +193,7 @@ class DebuggerScreen(Screen):
         self.status_bar = self.query_one("#status", StatusBar)
         self.truth_timeline.partner, self.model_timeline.partner = self.model_timeline, self.truth_timeline
         self.refresh_bindings()  # a recomposed footer hears of the bindings only when told
+        self.set_class(self.cwm.demo is not None, "-demo")
         self.wired = True
         self.show_view()
 

@@ -215,6 +215,13 @@ def session_app(path: str, open_model: ModelOpener | None = None, rollout_change
             view = SessionView.from_session(session, origin=f"session {path}")
         except DAMAGED_DATA as exc:
             raise LaunchError(f"{path}: the session file is damaged ({exc.__class__.__name__}: {exc})") from None
+    if demo is not None:
+        from ..demo_script import DemoScriptError, check_lines
+
+        try:
+            check_lines(demo, view.program.source, os.path.basename(path))
+        except DemoScriptError as exc:
+            raise LaunchError(f"--demo {exc}") from None
     name = os.path.basename(path)
     if open_model is None:
         return CwmApp(view, theme=theme, layout=layout, export_dir=export_dir, demo=demo_player(demo),

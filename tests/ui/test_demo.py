@@ -76,10 +76,10 @@ async def test_the_strings_demo_plays_to_its_end(strings):
         "The model (test oracle · byte tokens) writes the trace one frame at a time",
         f"Step 3: the first divergence (action hallucination). The interpreter runs `{real_line}`, "
         f"the model wrote `{WRONG_LINE.strip()}`.",
-        "The state panel sets the two states side by side",
+        "The state panel says what went wrong at this step, then lists each variable",
         "We override step 3 with the interpreter's line and let the model write on from there.",
-        "Right line, wrong strings: not recovered within ",
-        "In the new branch, main/3, the first divergence is at step 4 · string-valued state: word.",
+        "With the interpreter's line at step 3, the model writes on in a new branch, main/3: not recovered within ",
+        "In main/3 the first divergence is at step 4 · string-valued state: word: the right line alone did not keep",
         "back to the model's own rollout, main.",
         "f goes to its first divergence, step 3, where the story began.",
     ]
@@ -124,7 +124,7 @@ async def test_a_claim_the_run_does_not_bear_out_is_said_on_the_caption(strings)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: player.finished)
         shown = caption(app)
-        assert "Right line, wrong strings: recovered at step 4." in shown
+        assert "the model writes on in a new branch, main/3: recovered at step 4." in shown
         assert "(the script expected 'not recovered'; this run: recovered at step 4)" in shown
 
 
@@ -288,3 +288,19 @@ async def test_an_override_with_the_line_the_model_already_has_is_skipped_and_sa
         assert not isinstance(app.screen, OverrideScreen) and len(app.view.branches) == 1
         await pilot.press("right")
         await until(pilot, lambda: player.index == 3 and player.done)
+
+
+async def test_notifications_do_not_cover_the_caption(strings):
+    """Review of #27: a notification (the first divergence found, a branch's end) popped up at
+    the bottom right, over the caption, for seconds at 80x24."""
+    program, truth = strings
+    backend = OracleBackend(program, truth.frames, mistakes=string_mistakes(truth))
+    steps = (DemoStep("wait", "The model writes its trace and the caption says so, at length.", 0),)
+    app, player = demo_app(program, backend, paced(DemoScript("t", "", steps), FOREVER))
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await until(pilot, lambda: bool(app.debugger.query("Toast")))  # "first divergence at step 3: …"
+        await pilot.pause(0.3)
+        toast = app.debugger.query_one("Toast")
+        banner = app.debugger.query_one("#demo")
+        assert toast.region.height and banner.region.height
+        assert not toast.region.overlaps(banner.region), (toast.region, banner.region)
