@@ -22,11 +22,13 @@ class OutputPanel(RenderedPanel):
         super().__init__(id=id)
         self.chunks: list[OutputChunk] = []
         self.total = 0
+        self.known = False  # the program's output has been given (before: it has not run yet)
 
     def show(self, chunks: list[OutputChunk], total: int) -> None:
-        if len(chunks) == len(self.chunks) and total == self.total and chunks[-1:] == self.chunks[-1:] and self._strips:
+        if (self.known and len(chunks) == len(self.chunks) and total == self.total and chunks[-1:] == self.chunks[-1:]
+                and self._strips):
             return
-        self.chunks, self.total = chunks, total
+        self.chunks, self.total, self.known = chunks, total, True
         self.show_renderable(self._render_output(), end=True)
 
     @property
@@ -38,7 +40,10 @@ class OutputPanel(RenderedPanel):
 
     def _render_output(self) -> Text:
         if not self.chunks:
-            message = "(no output yet)" if self.total else "(the program writes nothing)"
+            if not self.known:  # the program is still running under the interpreter: nothing to say yet
+                message = "(running the program…)"
+            else:
+                message = "(no output yet)" if self.total else "(the program writes nothing)"
             return Text(message, style=self.get_component_rich_style("output--empty", partial=True))
         text = Text()
         stderr = self.get_component_rich_style("output--stderr", partial=True)

@@ -329,3 +329,13 @@ def test_the_readme_lists_the_keys_and_marks_that_help_shows():
     for _, entries in LEGEND:
         for mark, _meaning in entries:
             assert f"`{mark}`" in listed
+
+
+async def test_the_output_panel_claims_nothing_before_the_program_has_run():
+    """Review: while the interpreter was still running the program, the output panel said
+    "(the program writes nothing)" (strings.py prints)."""
+    app = CwmApp(opener=lambda app: None)  # the program's run never comes back
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        shown = " ".join(str(line.text) for line in (app.debugger.output_panel.render_line(y) for y in range(2)))
+        assert "(running the program…)" in shown and "writes nothing" not in shown
