@@ -26,6 +26,7 @@ Needs the ``serve`` extra (``pip install 'cwmtui[serve]'``): textual-serve and a
 
 from __future__ import annotations
 
+import html
 import ipaddress
 import logging
 import re
@@ -67,8 +68,10 @@ def terminal_size(width: object, height: object) -> tuple[int, int]:
 
 
 def local_fonts(page: str, static: str) -> str:
-    """The page without its link to Google's fonts, with the same font from ``static``."""
-    return REMOTE_FONT.sub(LOCAL_FONT.replace("{static}", static), page, count=1)
+    """The page without its link to Google's fonts, with the same font from ``static`` (the
+    address the browser used: escaped, as the template escapes it)."""
+    block = LOCAL_FONT.replace("{static}", html.escape(static, quote=True))
+    return REMOTE_FONT.sub(lambda _match: block, page, count=1)
 
 
 def is_loopback(host: str) -> bool:

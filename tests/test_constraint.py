@@ -319,8 +319,56 @@ def test_a_bpe_frame_far_from_its_limit_is_left_to_the_model(bpe_grammars):
     written = runaway(hf, special_ids, free, 60)
     assert special_ids[tokens.FRAME_SEP] not in written and len(written) == 60  # (it runs on: the budget's to stop)
     closing = grammars.filter(FrameConstraint(grammar, events=(Event.LINE,), close_within=True))
-    far = runaway(hf, special_ids, closing, 60)
-    assert far[:30] == written[:30]  # far from the limit, the same tokens
+    far = runaway(hf, special_ids, closing, 400)
+    assert far[:60] == written  # far from the limit (400 tokens of room), the same tokens
+
+
+LONG_NAME = "def f(a):  # << START_OF_TRACE\n    q_w_e_r_t_y_u_i_o_p_a_s_d_f_g_h = a\n    return a\n"
+
+
+def after_a_name_comes_another(allowed, take, encode, frame_sep, room: int, bytes_of) -> list[int]:
+    """A model that writes ``{"a": "1"`` and then a comma (another name) whenever it may."""
+    written: list[int] = []
+    for token in encode:
+        allowed(room - len(written))
+        assert take(token)
+        written.append(token)
+    while len(written) < room:
+        ids = allowed(room - len(written)).tolist()
+        token = next((i for i in ids if bytes_of(i) in (b'",', b",", b" ")), ids[0])
+        assert take(token)
+        written.append(token)
+        if token == frame_sep:
+            break
+    return written
+
+
+def test_a_name_written_already_is_not_counted_as_a_way_to_close(bpe_grammars):
+    """Review of #26: near the limit the way out was counted through the shortest name, though
+    it was written already (a name comes once): after `"a": "1"` the mask let a comma in where
+    only the long name was left, and the frame ran past the limit (a format error), for the
+    bundled model's automaton and for llguidance's follower alike."""
+    source = program_from_source(LONG_NAME, "<f>", call="f(3)").source
+    grammar = FrameGrammar.of_source(source)
+    byte = byte_tokenizer()
+    frame_sep = byte.special_ids[tokens.FRAME_SEP]
+    for room in range(24, 72):  # (below 24 not even the shortest line fits after the opening)
+        automaton = FrameAutomaton(ByteGrammar(grammar, byte.special_ids, BYTE_OFFSET),
+                                   FrameConstraint(grammar, events=(Event.LINE,), close_within=True))
+        opening = [byte.special_ids[Event.LINE.token]] + byte.encode('{"a": "1"')
+        written = after_a_name_comes_another(automaton.allowed, automaton.take, opening, frame_sep, room,
+                                             lambda i: bytes([i - BYTE_OFFSET]) if 0 <= i - BYTE_OFFSET < 256 else b"")
+        assert written[-1] == frame_sep and len(written) <= room, (room, byte.decode(written))
+        assert not parse_trace(byte.decode(written), LONG_NAME).frames[0].is_error
+    grammars, hf, special_ids = bpe_grammars
+    vocabulary = grammars.vocabulary
+    frame_sep = special_ids[tokens.FRAME_SEP]
+    for room in range(24, 72):
+        mask = grammars.filter(FrameConstraint(grammar, events=(Event.LINE,), close_within=True))
+        opening = [special_ids[Event.LINE.token]] + hf.encode('{"a": "1"', add_special_tokens=False)
+        written = after_a_name_comes_another(mask.allowed, mask.take, opening, frame_sep, room, lambda i: vocabulary.bytes[i])
+        assert written[-1] == frame_sep and len(written) <= room, (room, hf.decode(written))
+        assert not parse_trace(hf.decode(written), LONG_NAME).frames[0].is_error
 
 
 def test_every_state_of_the_mask_leads_to_the_end_of_the_frame():

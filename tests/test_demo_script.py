@@ -122,5 +122,5 @@ def test_a_saved_session_checks_the_lines_of_its_demo(tmp_path, interpreter):
     path = tmp_path / "talk.json"
     strings_view(interpreter).engine.save(str(path))
     script = read_demo(write(tmp_path, '[[step]]\ndo = "override"\nsay = "x"\nline = 999\n'))
-    with pytest.raises(LaunchError, match="line 999 is past the end of talk.json"):
+    with pytest.raises(LaunchError, match="line 999 is past the end of strings.py"):
         session_app(str(path), demo=script)

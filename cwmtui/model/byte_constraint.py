@@ -369,12 +369,30 @@ class FrameAutomaton:
             return 3 + pair_end
         if mode == KEY:
             assert self.node is not None
-            return self.node.rest + 3 + pair_end
+            return self._key_rest() + 3 + pair_end
         if mode == KEY_FREE:
             return pending + 1 + 3 + pair_end
         if mode == KEY_OPEN:
-            return g.shortest_key + 3 + pair_end
-        return 1 + g.shortest_key + 3 + pair_end  # COMMA_SPACE
+            return self._shortest_key() + 3 + pair_end
+        return 1 + self._shortest_key() + 3 + pair_end  # COMMA_SPACE
+
+    def _key_rest(self) -> int:
+        """The fewest bytes that finish the key begun, toward a name not written yet in this
+        frame (the automaton writes none twice; counting one would close the frame too late)."""
+        node = self.node
+        assert node is not None
+        if not self.used:
+            return node.rest
+        left = node.entries - self.used
+        return min(len(e) for e in left) - len(self.key_bytes) if left else node.rest
+
+    def _shortest_key(self) -> int:
+        """The fewest bytes of a key still to write, its quotes included."""
+        g = self.g
+        if not self.used or g.keys is None:
+            return g.shortest_key
+        left = g.keys.entries - self.used
+        return 1 + min(len(e) for e in left) if left else g.shortest_key
 
     def _rest_after(self, token: int) -> int:
         other = self.copy()

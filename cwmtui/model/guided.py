@@ -192,6 +192,8 @@ class TokenCosts(ByteGrammar):
             for token in vocabulary.tokenize(data):
                 at += len(vocabulary.bytes[token])
                 ends.append(at)
+            if at != len(data):  # (a tokenizer that adds or drops bytes: the line at a byte a token)
+                ends = list(range(1, len(data) + 1))
             node, k = self.lines, 0
             for depth in range(len(data) + 1):
                 while k < len(ends) and ends[k] <= depth:
@@ -264,7 +266,8 @@ class FrameCloser:
             # a run of plain bytes leaves the way out as it was (one more where a value of
             # dots may not close yet): no need to try each of the many thousand
             plain = vocabulary.plain[ids]
-            if rest + 1 <= budget:
+            dots = automaton.mode == VALUE and 0 <= automaton.dots <= 2 and not automaton._may_elide()
+            if (rest + 1 if dots else rest) <= budget:  # (a dot after ".." may keep the value open one byte more)
                 keep |= plain
             tried = np.flatnonzero(~plain & ~vocabulary.foreign[ids])  # (the automaton follows no other)
         else:

@@ -199,6 +199,11 @@ class DebuggerScreen(Screen):
 
     async def set_layout(self, choice: str) -> None:
         self.layout_choice = choice
+        await self._rewire()
+
+    async def _rewire(self) -> None:
+        """Compose the panes again (a new layout) and know them again; while that happens a
+        demo does not act on them."""
         self.wired = False
         await self.recompose()
         self._wire()
@@ -212,8 +217,7 @@ class DebuggerScreen(Screen):
     async def on_resize(self) -> None:
         self._size_classes()
         if self._choose_layout(self.app.size.width) != self.layout_mode:
-            await self.recompose()
-            self._wire()
+            await self._rewire()
 
     # -- showing ------------------------------------------------------------------------------
     def show_view(self) -> None:

@@ -24,6 +24,7 @@ from textual.widgets import OptionList, Static
 from ..demo_script import DemoScript, DemoStep
 from ..interpreter.program import display_name
 from ..terminal import printable
+from ..trace.tokens import strip_marker
 from .branch_view import describe_divergence
 from .screens import OverrideScreen
 
@@ -186,7 +187,7 @@ class DemoPlayer:
         if branch is None or view is None or not view.can_generate:  # (no model: the debugger says so)
             return False
         truth, model = branch.truth_at(row), branch.model_here(row)
-        if truth is None or model is None or not truth.action or model.action != truth.action:
+        if truth is None or model is None or not truth.action or strip_marker(model.action) != strip_marker(truth.action):
             return False
         self.note = (f"(skipped: the model's line at step {row} is the interpreter's already; "
                      "what differs is its state)")

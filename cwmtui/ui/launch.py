@@ -217,9 +217,10 @@ def session_app(path: str, open_model: ModelOpener | None = None, rollout_change
             raise LaunchError(f"{path}: the session file is damaged ({exc.__class__.__name__}: {exc})") from None
     if demo is not None:
         from ..demo_script import DemoScriptError, check_lines
+        from ..interpreter.program import display_name
 
         try:
-            check_lines(demo, view.program.source, os.path.basename(path))
+            check_lines(demo, view.program.source, display_name(view.program.path))
         except DemoScriptError as exc:
             raise LaunchError(f"--demo {exc}") from None
     name = os.path.basename(path)

@@ -299,8 +299,8 @@ def debugger_server(monkeypatch):
     monkeypatch.setattr(textual_serve.server, "AppService", RecordedTab)
     RecordedTab.sizes = []
 
-    async def start():
-        server = DebuggerServer("true", host="127.0.0.1", port=free_port(), title="cwmtui · t.py")
+    async def start(host: str = "127.0.0.1"):
+        server = DebuggerServer("true", host=host, port=free_port(), title="cwmtui · t.py")
         test_server = TestServer(await server._make_app(), host="127.0.0.1", port=server.port)
         client = TestClient(test_server)
         await client.start_server()
@@ -346,3 +346,15 @@ async def test_the_page_asks_nothing_of_another_site(debugger_server):
     hosts = set(re.findall(r"(?:https?|wss?)://([^/\"']+)", html)) - {"www.w3.org"}  # (an SVG's xmlns: a name, not fetched)
     assert hosts == {f"127.0.0.1:{server.port}"}  # its own static files and websocket only
     assert f'url("http://127.0.0.1:{server.port}/static/fonts/RobotoMono-VariableFont_wght.ttf")' in html
+
+
+async def test_the_address_a_browser_used_is_escaped_in_the_page(debugger_server):
+    """Review of #27: the font block was built from the Host header unescaped (and as a regex
+    replacement: a backslash in it was a server error)."""
+    server, client = await debugger_server(host="0.0.0.0")  # (any Host is answered off loopback)
+    try:
+        page = await client.get(f"/?token={server.token}", headers={"Host": 'x"y<b>\\1:80'})
+        html = await page.text()
+    finally:
+        await client.close()
+    assert page.status == 200 and "<b>" not in html and 'x&quot;y&lt;b&gt;\\1:80/static/fonts/' in html
