@@ -62,13 +62,18 @@ def _trie(entries, with_entries: bool = False) -> _Node:
     return root
 
 
-def _measure(root: _Node) -> None:
+def nodes(root: _Node) -> list[_Node]:
+    """Every node of a trie, each before its children (iterative: a long line is a deep trie)."""
     order, stack = [], [root]
-    while stack:  # (iterative: a long line is a deep trie)
+    while stack:
         node = stack.pop()
         order.append(node)
         stack.extend(node.children.values())
-    for node in reversed(order):
+    return order
+
+
+def _measure(root: _Node) -> None:
+    for node in reversed(nodes(root)):
         node.rest = 0 if node.end else min((1 + c.rest for c in node.children.values()), default=1 << 20)
 
 
@@ -87,8 +92,7 @@ class ByteGrammar:
         self.shortest_key = 2 if self.keys is None else 1 + self.keys.rest  # with its quotes
         # no one byte adds more than this to the fewest bytes left (a long line or name begun):
         # the frame limit is checked only this close to it
-        longest = max([len(line.encode("utf-8")) for line in grammar.lines] + [len(n) * 6 + 2 for n in names or ()] + [0])
-        self.slack = longest + 16
+        self.slack = self.slack_for(max([len(line.encode("utf-8")) for line in grammar.lines] + [0]))
         b = self._bytes
         self.string = b(_PRINTABLE + b'\\"')
         self.string_open = b(_PRINTABLE + b"\\")  # the closing quote refused
@@ -102,6 +106,12 @@ class ByteGrammar:
         self.sp = {name: np.array([special_ids[name]], dtype=np.int64) for name in
                    (tokens.ACTION_SEP, tokens.FRAME_SEP, tokens.ARG_SEP)}
         self.event_ids = {special_ids[e.token]: e for e in Event}
+
+    def slack_for(self, longest_line: int) -> int:
+        """How close to the frame limit the mask starts checking: the most one token can add to
+        the way out (beginning the longest line, ``longest_line`` long, or the longest name,
+        each of whose characters may take a ``\\uXXXX`` escape), and a margin."""
+        return max([longest_line] + [len(n) * 6 + 2 for n in self.grammar.names or ()]) + 16
 
     def _bytes(self, data: bytes) -> np.ndarray:
         return np.array(sorted(b + self.offset for b in data), dtype=np.int64)

@@ -33,7 +33,7 @@ import numpy as np
 from ..extras import require
 from ..trace import tokens
 from .backend import ModelError
-from .byte_constraint import _PRINTABLE, ARG, DONE, KEY_FREE, START, VALUE, ByteGrammar, FrameAutomaton, _Node
+from .byte_constraint import _PRINTABLE, ARG, DONE, KEY_FREE, START, VALUE, ByteGrammar, FrameAutomaton, nodes
 from .frame_grammar import FrameConstraint, FrameGrammar
 
 _KEPT = 64  # compiled grammars kept per tokenizer
@@ -183,7 +183,7 @@ class TokenCosts(ByteGrammar):
     def __init__(self, grammar: FrameGrammar, special_ids: dict[str, int], vocabulary: Vocabulary) -> None:
         super().__init__(grammar, special_ids, vocabulary.size)
         longest = 0
-        for node in _nodes(self.lines):
+        for node in nodes(self.lines):
             node.rest = 1 << 20
         for line in grammar.lines:
             data = line.encode("utf-8")
@@ -204,17 +204,7 @@ class TokenCosts(ByteGrammar):
                 if depth < len(data):
                     node = node.children[data[depth]]
             longest = max(longest, len(ends))
-        names = grammar.names or ()
-        self.slack = max([longest] + [len(n) * 6 + 2 for n in names]) + 16
-
-
-def _nodes(root: _Node) -> list[_Node]:
-    found, stack = [], [root]
-    while stack:
-        node = stack.pop()
-        found.append(node)
-        stack.extend(node.children.values())
-    return found
+        self.slack = self.slack_for(longest)
 
 
 class FrameCloser:
