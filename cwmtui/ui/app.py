@@ -44,6 +44,7 @@ class CwmApp(App):
 
     TITLE = "cwmtui"
     ENABLE_COMMAND_PALETTE = True
+    _keys_typed = 0  # keys that came in from the terminal, numbered (see on_event, TypeAhead.hold)
     COMMANDS = App.COMMANDS | {StepCommands}
 
     def __init__(
@@ -86,6 +87,8 @@ class CwmApp(App):
             screen = self.screen
             if not event.is_forwarded:
                 event._cwm_screen = screen  # type: ignore[attr-defined]  # where it was sent
+                self._keys_typed += 1
+                event._cwm_order = self._keys_typed  # type: ignore[attr-defined]  # when it came in
                 if isinstance(screen, TypeAhead) and screen.hold(event):
                     return
             elif isinstance(screen, TypeAhead) and getattr(event, "_cwm_screen", screen) is not screen:

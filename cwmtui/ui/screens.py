@@ -47,10 +47,18 @@ class TypeAhead:
     closing = False  # an enter or esc was passed on: what follows waits for the dialog to close
 
     def hold(self, event: events.Key) -> bool:
-        """Keep a key that came before the dialog was ready (True: kept)."""
+        """Keep a key that came before the dialog was ready (True: kept), in the order the keys
+        were typed: a key the screen below was given first can come back up after the next one
+        arrived (":12⏎" under load: the 1 after the 2), so each is placed by when it came in
+        (the app numbers them, see ``CwmApp.on_event``)."""
         if self.held is None:
             return False
-        self.held.append(events.Key(event.key, event.character))
+        key = events.Key(event.key, event.character)
+        key._cwm_order = order = getattr(event, "_cwm_order", float("inf"))  # type: ignore[attr-defined]
+        at = len(self.held)
+        while at and getattr(self.held[at - 1], "_cwm_order", float("inf")) > order:
+            at -= 1
+        self.held.insert(at, key)
         return True
 
     def pass_on(self, app, key: events.Key) -> None:

@@ -206,6 +206,21 @@ async def test_keys_typed_right_after_a_dialog_key_reach_the_dialog(interpreter)
         assert app.debugger.step == view.branches[0].search("ruo", 12)
 
 
+def test_keys_held_for_a_dialog_keep_the_order_they_were_typed_in():
+    """CI (tmux, ':12⏎' typed at once, under load) landed on step 21: the 1 went to the screen
+    below while the dialog was being built and came back up after the 2 had been held."""
+    from textual import events
+
+    from cwmtui.ui.screens import PromptScreen
+
+    dialog = PromptScreen("Go to step", "a number")
+    one, two, enter = events.Key("1", "1"), events.Key("2", "2"), events.Key("enter", "\r")
+    for order, key in enumerate((one, two, enter), start=1):
+        key._cwm_order = order
+    assert dialog.hold(two) and dialog.hold(one) and dialog.hold(enter)  # the 1 comes back up late
+    assert [key.key for key in dialog.held] == ["1", "2", "enter"]
+
+
 async def test_o_while_the_model_writes_cancels_it_and_esc_then_r_resumes(strings):
     from cwmtui.ui.screens import OverrideScreen
 
